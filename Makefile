@@ -1,0 +1,55 @@
+# word2bert: every target sets up what it needs by itself (a local .venv, pinned versions, WordNet).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+JOBS   ?= 2
+
+.DEFAULT_GOAL := help
+.PHONY: help setup system-deps book test test-fast release autograde checkpoints benchmarks lint clean
+
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch first, pinned: on machines with a CPU wheel on disk or a CPU index configured this takes the CPU build.
+	$(BIN)/python -m pip install --quiet -c constraints.txt torch
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (word2bert)" >/dev/null
+	touch $@
+
+setup: $(STAMP) system-deps ## Create .venv with pinned versions and install WordNet (apt) where possible
+
+system-deps: ## Install Debian's wordnet-base (and chromium for the browser test) where apt-get is available
+	@./.ci/system-deps
+
+book: setup ## Build the book (executes every notebook) into _build/html
+	$(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going
+	@echo "Book built: _build/html/index.html"
+
+test: setup ## Run every test: unit tests, notebooks (nbval), graders, the built book in a browser
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests book --nbval-lax
+
+test-fast: setup ## Unit tests only (no notebooks, no book build)
+	$(BIN)/python -m pytest -n $(JOBS) tests -m "not slow and not book"
+
+release: setup ## Regenerate exercises/ (student release) from solutions/
+	$(BIN)/python -m word2bert.grading release
+
+autograde: setup ## Grade every submission under submitted/ (or a folder of downloads: make autograde DOWNLOADS=dir)
+	$(BIN)/python -m word2bert.grading autograde $(if $(DOWNLOADS),--downloads $(DOWNLOADS))
+
+checkpoints: setup ## Retrain the committed checkpoints (ELMo, GPT, BERT)
+	$(BIN)/python -m word2bert.checkpoints train-all
+
+benchmarks: setup ## Run the benchmarks in benchmarks/ (installs gensim)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[bench]"
+	$(BIN)/python benchmarks/run.py
+
+lint: setup ## ruff
+	$(BIN)/ruff check lib tests benchmarks
+
+clean: ## Remove build outputs (keeps .venv)
+	rm -rf _build .pytest_cache
