@@ -1,0 +1,48 @@
+"""Checkpoint I/O shared by every model: weights in safetensors, the config (and any extras) as JSON metadata.
+
+A checkpoint is one ``.safetensors`` file. Its metadata holds ``config`` (the model's config dataclass as JSON)
+and ``extra`` (anything else small the model needs, e.g. a vocabulary), so a file alone rebuilds the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_model, save_model
+
+from .device import resolve
+
+M = TypeVar("M", bound=torch.nn.Module)
+
+
+def save_checkpoint(path: str | Path, model: torch.nn.Module, config: Any, extra: dict | None = None) -> Path:
+    """Write ``model``'s weights and ``config`` (a dataclass) to ``path``. Tied weights are stored once."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    metadata = {"config": json.dumps(dataclasses.asdict(config)), "extra": json.dumps(extra or {})}
+    save_model(model, str(path), metadata=metadata)
+    return path
+
+
+def read_metadata(path: str | Path) -> tuple[dict, dict]:
+    """The ``(config, extra)`` dictionaries stored in a checkpoint, without loading its tensors."""
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata() or {}
+    if "config" not in meta:
+        raise ValueError(f"{path} is not a word2bert checkpoint: its metadata has no 'config'")
+    return json.loads(meta["config"]), json.loads(meta.get("extra", "{}"))
+
+
+def load_checkpoint(
+    path: str | Path, build: Callable[[dict, dict], M], device: str | torch.device | None = None
+) -> M:
+    """Rebuild a model with ``build(config_dict, extra)`` and load the weights of ``path`` into it."""
+    config, extra = read_metadata(path)
+    model = build(config, extra)
+    load_model(model, str(path), strict=True, device=str(resolve(device)))
+    return model.to(resolve(device)).eval()

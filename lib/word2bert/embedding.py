@@ -1,0 +1,40 @@
+"""The one interface every model of the course offers, so chapters can compare them side by side.
+
+``embed_sentence(tokens: list[str]) -> Tensor[num_layers + 1, len(tokens), dim]``: one vector per input word per
+layer, as AllenNLP's ``ElmoEmbedder.embed_sentence``. Layer 0 is the context-free input representation. Models
+that split words into pieces (BPE, WordPiece) give each word the mean of its pieces (``mean_pool_pieces``).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence, runtime_checkable
+
+import torch
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    def embed_sentence(self, tokens: list[str]) -> torch.Tensor: ...
+
+
+def mean_pool_pieces(states: torch.Tensor, word_ids: Sequence[int | None], num_words: int) -> torch.Tensor:
+    """Average piece vectors into word vectors.
+
+    states: [L, P, D], one vector per piece per layer. word_ids: length P, the word each piece belongs to
+    (``None`` for pieces that belong to no word, such as [CLS] or [SEP]). Returns [L, num_words, D].
+    """
+    L, P, D = states.shape
+    if len(word_ids) != P:
+        raise ValueError(f"word_ids has {len(word_ids)} entries for {P} pieces")
+    keep = [i for i, w in enumerate(word_ids) if w is not None]
+    index = torch.tensor([word_ids[i] for i in keep], dtype=torch.long, device=states.device)
+    if keep and (index.min() < 0 or index.max() >= num_words):
+        raise ValueError(f"word ids must lie in [0, {num_words})")
+    sums = states.new_zeros(L, num_words, D).index_add_(1, index, states[:, keep])
+    counts = torch.zeros(num_words, dtype=states.dtype, device=states.device).index_add_(
+        0, index, torch.ones(len(keep), dtype=states.dtype, device=states.device)
+    )
+    if (counts == 0).any():
+        missing = (counts == 0).nonzero().flatten().tolist()
+        raise ValueError(f"words {missing} have no pieces")
+    return sums / counts[None, :, None]
