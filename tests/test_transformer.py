@@ -46,7 +46,9 @@ def test_causal_mask_is_lower_triangular_and_aligned_to_the_last_keys():
 
 def test_fully_masked_rows_give_no_nan():
     q, k, v = torch.randn(1, 1, 3, 8), torch.randn(1, 1, 3, 8), torch.randn(1, 1, 3, 8)
-    mask = torch.tensor([False, True, True])  # query 0 under a causal mask sees only the masked key 0
+    mask = torch.tensor(
+        [False, True, True]
+    )  # query 0 under a causal mask sees only the masked key 0
     out = attention(q, k, v, mask, causal=True)
     assert torch.isfinite(out).all()
 

@@ -24,7 +24,9 @@ def causal_mask(t_query: int, t_key: int, device: torch.device | str | None = No
     The queries are the last ``t_query`` of the ``t_key`` positions (with a KV cache, earlier keys are cached),
     so query i sits at position ``t_key - t_query + i``.
     """
-    return torch.ones(t_query, t_key, dtype=torch.bool, device=device).tril(diagonal=t_key - t_query)
+    return torch.ones(t_query, t_key, dtype=torch.bool, device=device).tril(
+        diagonal=t_key - t_query
+    )
 
 
 def attention_weights(
@@ -78,14 +80,18 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.n_heads, self.causal, self.dropout = n_heads, causal, dropout
         self.fast = True  # scaled_dot_product_attention; False runs the plain `attention` above
-        self.w_qkv = nn.Linear(d_model, 3 * d_model)  # W^Q, W^K, W^V of every head, stacked: one matmul
+        self.w_qkv = nn.Linear(
+            d_model, 3 * d_model
+        )  # W^Q, W^K, W^V of every head, stacked: one matmul
         self.w_o = nn.Linear(d_model, d_model)
         self.resid_dropout = nn.Dropout(dropout)
 
     def _heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         B, T, D = x.shape
         q, k, v = self.w_qkv(x).split(D, dim=-1)
-        return tuple(t.view(B, T, self.n_heads, D // self.n_heads).transpose(1, 2) for t in (q, k, v))
+        return tuple(
+            t.view(B, T, self.n_heads, D // self.n_heads).transpose(1, 2) for t in (q, k, v)
+        )
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None

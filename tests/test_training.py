@@ -1,0 +1,96 @@
+"""Shared training utilities: weight-decay groups, schedules, clipping, the train loop."""
+
+import pytest
+import torch
+from torch import nn
+from word2bert.training import (
+    TrainConfig,
+    make_optimizer,
+    param_groups,
+    train,
+    train_step,
+    warmup_cosine,
+    warmup_linear,
+)
+
+
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.lin = nn.Linear(4, 4)
+        self.ln = nn.LayerNorm(4)
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.emb.weight  # tied, as GPT's and BERT's output layers
+
+
+def test_weight_decay_only_on_matrices_of_linear_layers():
+    m = Tiny()
+    decay, rest = param_groups(m, 0.1)
+    assert decay["weight_decay"] == 0.1 and rest["weight_decay"] == 0.0
+    assert [id(p) for p in decay["params"]] == [id(m.lin.weight)]
+    assert {id(p) for p in rest["params"]} == {
+        id(m.emb.weight),
+        id(m.lin.bias),
+        id(m.ln.weight),
+        id(m.ln.bias),
+    }
+    assert len(rest["params"]) == 4  # the tied weight only once
+
+
+def test_schedules_warm_up_linearly_then_decay_to_zero():
+    assert [warmup_cosine(s, 4, 10) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]
+    assert warmup_cosine(4, 4, 10) == 1.0
+    assert warmup_cosine(7, 4, 10) == pytest.approx(0.5)  # halfway through the cosine
+    assert warmup_cosine(10, 4, 10) == pytest.approx(0.0)
+    assert warmup_cosine(10, 4, 10, min_ratio=0.1) == pytest.approx(0.1)
+    assert [warmup_linear(s, 2, 6) for s in range(7)] == [0.5, 1.0, 1.0, 0.75, 0.5, 0.25, 0.0]
+
+
+def test_scheduler_sets_the_learning_rate_of_every_group():
+    m = Tiny()
+    opt, sched = make_optimizer(
+        m, TrainConfig(steps=10, lr=1e-3, warmup_steps=4, schedule="linear")
+    )
+    assert [g["lr"] for g in opt.param_groups] == [pytest.approx(2.5e-4)] * 2
+    for _ in range(4):
+        opt.step()
+        sched.step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(1e-3)
+
+
+def test_gradient_clipping_bounds_the_update():
+    torch.manual_seed(0)
+    m = nn.Linear(8, 1)
+    before = [p.detach().clone() for p in m.parameters()]
+    opt = torch.optim.SGD(m.parameters(), lr=1.0)
+    batch = torch.randn(16, 8) * 100
+    train_step(m, batch, lambda model, x: model(x).pow(2).mean(), opt, grad_clip=1e-3)
+    step = torch.cat([(p.detach() - b).flatten() for p, b in zip(m.parameters(), before)])
+    assert step.norm() == pytest.approx(1e-3, rel=1e-3)
+
+
+def test_train_lowers_the_loss_and_records_every_step():
+    torch.manual_seed(0)
+    x = torch.randn(64, 5)
+    y = x @ torch.randn(5, 1)
+    batches = [
+        (x[i : i + 16], y[i : i + 16]) for i in range(0, 64, 16)
+    ]  # cycled: 4 batches, 40 steps
+    model = nn.Linear(5, 1)
+    history = train(
+        model,
+        batches,
+        lambda m, b: (m(b[0]) - b[1]).pow(2).mean(),
+        TrainConfig(steps=40, lr=0.05, warmup_steps=5, weight_decay=0.0),
+        device="cpu",
+    )
+    assert len(history) == 40
+    assert sum(history[-4:]) < 0.1 * sum(history[:4])
+
+
+def test_train_refuses_an_exhausted_generator():
+    with pytest.raises(ValueError, match="no batches"):
+        train(
+            nn.Linear(2, 1), iter([]), lambda m, b: m(b).sum(), TrainConfig(steps=2), device="cpu"
+        )
