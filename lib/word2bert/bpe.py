@@ -1,0 +1,242 @@
+"""Byte-level byte-pair encoding, as in GPT-2 (Sennrich et al. 2016; Radford et al. 2019).
+
+Text is UTF-8 bytes, so nothing is ever unknown and decoding gives back the exact text. Each byte is shown as
+a printable character (``bytes_to_unicode``: the space becomes "Ġ"), the text is cut into chunks by GPT-2's
+regular expression (words with their leading space, numbers, punctuation, whitespace), and inside each chunk
+the most frequent adjacent pair of symbols is merged into a new symbol, again and again, until the vocabulary
+has the size asked for. Training follows Hugging Face ``tokenizers``' BpeTrainer (ties between equally
+frequent pairs go to the pair of smaller ids), so both learn the same merges from the same text.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+from pathlib import Path
+
+import regex
+from tqdm import tqdm
+
+# GPT-2's pre-tokenisation: contractions, an optional space then letters, numbers or other symbols, whitespace.
+GPT2_PATTERN = regex.compile(
+    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+)
+ENDOFTEXT = "<|endoftext|>"
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's map from the 256 byte values to printable characters: printable Latin-1 bytes stand for
+    themselves, the others (control characters, space, ...) are moved to code points from 256 on."""
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+
+
+BYTE_TO_CHAR = bytes_to_unicode()
+CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
+
+
+def pretokenize(text: str) -> list[str]:
+    """GPT-2's chunks of ``text``, each written in the byte alphabet ("Ġworld" for " world")."""
+    return [
+        "".join(BYTE_TO_CHAR[b] for b in chunk.encode("utf-8"))
+        for chunk in GPT2_PATTERN.findall(text)
+    ]
+
+
+class BPETokenizer:
+    """A byte-level BPE vocabulary: special tokens, then the 256 byte symbols, then one symbol per merge."""
+
+    def __init__(
+        self, merges: Sequence[tuple[str, str]], special_tokens: Sequence[str] = (ENDOFTEXT,)
+    ):
+        self.merges = [tuple(m) for m in merges]
+        self.special_tokens = list(special_tokens)
+        tokens = self.special_tokens + sorted(BYTE_TO_CHAR.values())
+        for a, b in self.merges:
+            tokens.append(a + b)
+        self.token_to_id: dict[str, int] = {}
+        for (
+            t
+        ) in tokens:  # a merge can rebuild a string an earlier merge made: it keeps its first id
+            self.token_to_id.setdefault(t, len(self.token_to_id))
+        self.id_to_token = {i: t for t, i in self.token_to_id.items()}
+        self.ranks = {pair: rank for rank, pair in reversed(list(enumerate(self.merges)))}
+        self._special = (
+            regex.compile(
+                "("
+                + "|".join(regex.escape(s) for s in sorted(special_tokens, key=len, reverse=True))
+                + ")"
+            )
+            if special_tokens
+            else None
+        )
+        self._cache: dict[str, list[int]] = {}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.token_to_id)
+
+    @classmethod
+    def train(
+        cls,
+        texts: Iterable[str],
+        vocab_size: int,
+        min_frequency: int = 2,
+        special_tokens: Sequence[str] = (ENDOFTEXT,),
+        progress: bool = True,
+    ) -> BPETokenizer:
+        """Learn merges on ``texts`` until the vocabulary (special tokens and 256 bytes included) has
+        ``vocab_size`` entries, or no pair occurs ``min_frequency`` times any more."""
+        base = cls([], special_tokens)
+        word_counts = Counter(
+            chunk
+            for text in texts
+            for piece in base._split_special(text)
+            for chunk in pretokenize(piece)
+        )
+        words = [[base.token_to_id[c] for c in w] for w in word_counts]
+        counts = list(word_counts.values())
+        id_to_token = [base.id_to_token[i] for i in range(base.vocab_size)]
+        token_to_id = dict(base.token_to_id)
+
+        pair_counts: Counter = Counter()
+        where = defaultdict(set)  # pair -> the words it occurs in
+        for i, w in enumerate(words):
+            for pair in pairwise(w):
+                pair_counts[pair] += counts[i]
+                where[pair].add(i)
+        # A max-heap on (count, smaller pair first); entries go stale as counts fall and are refreshed when popped.
+        heap = [(-c, pair) for pair, c in pair_counts.items()]
+        heapq.heapify(heap)
+
+        merges = []
+        bar = tqdm(total=vocab_size - len(token_to_id), desc="BPE merges", disable=not progress)
+        while len(token_to_id) < vocab_size and heap:
+            neg, pair = heapq.heappop(heap)
+            if -neg != pair_counts[pair]:
+                if pair_counts[pair] > 0:
+                    heapq.heappush(heap, (-pair_counts[pair], pair))
+                continue
+            if -neg < max(1, min_frequency):
+                break
+            new = id_to_token[pair[0]] + id_to_token[pair[1]]
+            if new not in token_to_id:
+                token_to_id[new] = len(id_to_token)
+                id_to_token.append(new)
+                bar.update()
+            new_id = token_to_id[new]
+            merges.append((id_to_token[pair[0]], id_to_token[pair[1]]))
+            grown = set()
+            for i in where.pop(pair):
+                w = words[i]
+                before = Counter(pairwise(w))
+                words[i] = w = _merge(w, pair, new_id)
+                after = Counter(pairwise(w))
+                for p in before | after:
+                    delta = after[p] - before[p]
+                    if delta:
+                        pair_counts[p] += delta * counts[i]
+                    if delta > 0:
+                        where[p].add(i)
+                        grown.add(p)
+            del pair_counts[pair]
+            for p in grown:
+                heapq.heappush(heap, (-pair_counts[p], p))
+        bar.close()
+        return cls(merges, special_tokens)
+
+    def _split_special(self, text: str) -> list[str]:
+        """``text`` cut around special tokens, which are kept as their own pieces."""
+        return [p for p in self._special.split(text) if p] if self._special else [text]
+
+    def _bpe(self, chunk: str) -> list[int]:
+        """Merge the symbols of one chunk, always the pair of lowest rank first (GPT-2's ``bpe``)."""
+        if chunk not in self._cache:
+            word = list(chunk)
+            while len(word) > 1:
+                best = min(pairwise(word), key=lambda p: self.ranks.get(p, len(self.ranks)))
+                if best not in self.ranks:
+                    break
+                word = _merge(word, best, best[0] + best[1])
+            self._cache[chunk] = [self.token_to_id[t] for t in word]
+        return self._cache[chunk]
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``; special-token strings in it become their special ids."""
+        ids = []
+        for piece in self._split_special(text):
+            if piece in self.special_tokens:
+                ids.append(self.token_to_id[piece])
+            else:
+                for chunk in pretokenize(piece):
+                    ids.extend(self._bpe(chunk))
+        return ids
+
+    def tokenize(self, text: str) -> list[str]:
+        """The tokens of ``text`` as strings in the byte alphabet."""
+        return [self.id_to_token[i] for i in self.encode(text)]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of ``ids``: exact for ids from ``encode``; invalid UTF-8 (a cut-off character) becomes U+FFFD."""
+        data = bytearray()
+        for i in ids:
+            t = self.id_to_token[int(i)]
+            data += (
+                t.encode("utf-8") if t in self.special_tokens else bytes(CHAR_TO_BYTE[c] for c in t)
+            )
+        return data.decode("utf-8", errors="replace")
+
+    def encode_words(self, words: Sequence[str]) -> tuple[list[int], list[int]]:
+        """Ids of the words joined by spaces, and for each id the index of the word it belongs to."""
+        ids, word_ids = [], []
+        for n, w in enumerate(words):
+            piece = self.encode(w if n == 0 else " " + w)
+            ids += piece
+            word_ids += [n] * len(piece)
+        return ids, word_ids
+
+    def to_dict(self) -> dict:
+        """Everything that rebuilds the tokenizer (``from_dict``), e.g. inside a model checkpoint's metadata."""
+        return {"special_tokens": self.special_tokens, "merges": [list(m) for m in self.merges]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BPETokenizer:
+        return cls([tuple(m) for m in data["merges"]], data["special_tokens"])
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, ensure_ascii=False)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> BPETokenizer:
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+
+def _merge(word: list, pair: tuple, new) -> list:
+    """``word`` with every occurrence of ``pair`` replaced by ``new``, left to right without overlaps."""
+    out, i = [], 0
+    while i < len(word):
+        if i + 1 < len(word) and word[i] == pair[0] and word[i + 1] == pair[1]:
+            out.append(new)
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return out
