@@ -1,0 +1,34 @@
+"""The course's data: the generated toy world, Princeton WordNet 3.0, and whole-word vocabularies."""
+
+from .corpus import pretraining_documents
+from .toyworld import (
+    NLI_LABELS,
+    POLYSEMES,
+    POS_TAGS,
+    Labeled,
+    NLIPair,
+    QAExample,
+    SenseOccurrence,
+    Sentence,
+    ToyWorld,
+)
+from .vocab import Vocab, tokenize
+from .wordnet import WordNet, WordNetNotFound, wordnet_available
+
+__all__ = [
+    "NLI_LABELS",
+    "POLYSEMES",
+    "POS_TAGS",
+    "Labeled",
+    "NLIPair",
+    "QAExample",
+    "SenseOccurrence",
+    "Sentence",
+    "ToyWorld",
+    "Vocab",
+    "WordNet",
+    "WordNetNotFound",
+    "pretraining_documents",
+    "tokenize",
+    "wordnet_available",
+]

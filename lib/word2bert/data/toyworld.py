@@ -1,0 +1,765 @@
+"""The toy world: a seeded probabilistic grammar that writes the course's corpus and its gold annotations.
+
+Every chapter trains and measures on this text. It is small enough for few-MB checkpoints and rich enough to
+show what each model can and cannot do:
+
+* polysemous words (mouse, bank, bright, apple, bat, bass, crane, spring, star, plant, bark, match) appear in
+  two senses each, and the word that decides the sense (the *cue*) stands sometimes before the word and
+  sometimes after it, so a left-to-right model (chapter 3) misses half of the cues;
+* every token carries a part-of-speech tag (Universal Dependencies tags);
+* sentences group into short documents about one topic, for next-sentence prediction;
+* labelled tasks for fine-tuning: sentiment (with negation and "but"), sentence pairs for entailment, and
+  questions whose answers are spans of a passage.
+
+Templates are split into ``train`` and ``heldout`` sets: probes and fine-tuned models are scored on sentences
+whose templates the models never saw. Same seed, same corpus.
+
+A template is a string of items separated by spaces. An item is a literal word (its tag comes from ``TAGS``), a
+``{slot}`` filled from ``LEXICON`` (its tag comes from the slot), a ``word/TAG`` literal with an explicit tag, or
+a polysemous word with its sense, ``mouse=animal``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+# --- the lexicon: slot name -> (tag, words) -------------------------------------------------------------------
+
+LEXICON: dict[str, tuple[str, tuple[str, ...]]] = {
+    "name": ("PROPN", ("alice", "bob", "carol", "dave", "emma", "frank", "grace", "henry", "ivy", "jack",
+                       "kate", "liam", "mia", "noah", "olivia", "peter", "rose", "sam", "tom", "uma",
+                       "victor", "wendy", "zoe", "oscar")),
+    "animal": ("NOUN", ("cat", "dog", "owl", "fox", "rabbit", "horse", "cow", "snake", "hawk", "squirrel",
+                        "wolf", "deer", "goat", "duck")),
+    "pet": ("NOUN", ("cat", "dog", "rabbit", "parrot", "hamster", "turtle", "goldfish", "puppy", "kitten")),
+    "petname": ("PROPN", ("max", "bella", "luna", "charlie", "milo", "daisy", "rocky", "coco", "ziggy", "pepper")),
+    "food": ("NOUN", ("cheese", "bread", "soup", "cake", "rice", "salad", "pasta", "pie", "cookie", "sandwich",
+                      "pizza", "stew", "omelette", "curry")),
+    "fruit": ("NOUN", ("banana", "cherry", "grape", "pear", "orange", "peach", "plum", "lemon", "melon")),
+    "device": ("NOUN", ("laptop", "keyboard", "monitor", "printer", "screen", "computer", "tablet", "phone")),
+    "room": ("NOUN", ("kitchen", "garden", "barn", "attic", "cellar", "hallway", "shed", "garage")),
+    "wild": ("NOUN", ("forest", "meadow", "valley", "hill", "marsh", "field", "woods", "canyon")),
+    "water": ("NOUN", ("river", "stream", "creek", "lake")),
+    "city": ("PROPN", ("paris", "london", "tokyo", "rome", "cairo", "lima", "oslo", "boston", "denver",
+                       "madrid", "dublin", "vienna", "sydney", "toronto")),
+    "color": ("ADJ", ("red", "blue", "green", "yellow", "black", "white", "brown", "gray", "purple")),
+    "job": ("NOUN", ("teacher", "doctor", "farmer", "banker", "engineer", "pilot", "nurse", "lawyer", "chef",
+                     "painter", "baker", "plumber", "writer", "dentist")),
+    "workplace": ("NOUN", ("school", "hospital", "farm", "office", "airport", "restaurant", "bakery", "library",
+                           "factory", "studio", "museum")),
+    "vehicle": ("NOUN", ("car", "bike", "truck", "boat", "van", "scooter")),
+    "size": ("ADJ", ("small", "big", "tiny", "huge", "little", "large")),
+    "day": ("NOUN", ("morning", "evening", "night", "afternoon", "weekend")),
+    "month": ("PROPN", ("april", "may", "march", "june")),
+    "instrument": ("NOUN", ("guitar", "piano", "drum", "violin", "trumpet")),
+    "sport": ("NOUN", ("baseball", "cricket", "softball")),
+    "game": ("NOUN", ("tennis", "chess", "football", "hockey", "volleyball")),
+    "tree": ("NOUN", ("oak", "pine", "birch", "maple", "willow")),
+    "person": ("NOUN", ("student", "child", "girl", "boy", "woman", "man", "neighbor", "friend")),
+    "firm": ("NOUN", ("company", "firm", "business")),
+    "metal": ("NOUN", ("steel", "iron", "copper", "brass")),
+    "number": ("NUM", ("two", "three", "four", "five", "six", "ten", "twelve")),
+    "pos_adj": ("ADJ", ("good", "great", "wonderful", "excellent", "lovely", "delicious", "fantastic",
+                        "pleasant", "superb", "charming")),
+    "neg_adj": ("ADJ", ("bad", "awful", "terrible", "horrible", "boring", "disgusting", "dreadful", "poor",
+                        "nasty", "dull")),
+    "review_thing": ("NOUN", ("movie", "book", "meal", "hotel", "concert", "show", "service", "room", "trip",
+                              "coffee", "soup", "game", "song", "play", "lesson")),
+}
+
+# Tags of the literal words in templates (Universal Dependencies tags). A word used with another tag somewhere is
+# written word/TAG in that template ("to/PART light/VERB the stove").
+_TAG_WORDS = {
+    "DET": "the a an this that some every any another each no all which",
+    "PRON": "she he they it we i you them us its their his her my our someone something nothing anything "
+            "nobody everyone what",
+    "ADP": "about across after along at before behind by down for from in inside into like near of off on onto "
+           "out over past through to under with than as",
+    "AUX": "is was were are did does could",
+    "PART": "not",
+    "CCONJ": "and but or",
+    "SCONJ": "because while when although if",
+    "ADV": "so also mostly only well tightly twice again away back honestly really quite too very never always "
+           "early enough upside best where",
+    "NUM": "one two",
+    "PUNCT": ". , ? !",
+    "ADJ": "angry broken brown clear clever cold dark deep distant famous far fast favorite final fresh giant "
+           "good grassy gray green hard heavy huge hungry juicy last little local long loud low muddy new next "
+           "nocturnal old red ripe rotten rough rusty sharp small sour steep sweet tall thick tiny warm wet white "
+           "whole wild wireless wooden more other bright",
+    "VERB": "acted agreed announced approved arrived asked ate baked began bloom bloomed bought bounced brought "
+            "build builds built burned burning called came carried catch caught chased cheered cleaned clicked "
+            "closed coiled cooked counted covered deposit deposited died drifted drive drives dropped eat emptied "
+            "ended fell fished fixed flew flooded fly folded forgot found gave gets grew grow had has have heard "
+            "hid hire hired hit hunt hunted jump keep kept lasted launched lay learned left lifted likes live "
+            "lives load looked lost loves made makes met move moved named needed needs nested nests opened "
+            "operated orbits paddled paid peel peeled picked planted played plays plugged poked practiced "
+            "praised pressed protects pulled put puzzled raised ran read reeled released rise rose rumbled said "
+            "sang sat saved saw say scared scored scratched scrolled set signed shone sleeping slept smiled "
+            "snapped sold solved sounded spread squeaked started stood stopped struck studied swam swung "
+            "thought took touched trained held liked tugged tuned used waited walked watched watered went woke won wrote work works "
+            "broke lit own",
+    "NOUN": "account afternoon amplifier animal answer apple assembly astronomers autograph ball band bank bark "
+            "basket bass bat batter beam beams bees bill birds boat book bottom branches buttons cable camera "
+            "candle canoe car cargo cars cash cat cave check cheese city class clock clouds concert construction "
+            "core crane crate crowd crumbs cursor dawn desk dinner director dog drummer duck dusk email end "
+            "engineer engineers exam factory fans feathers field film fire fish flashlight flowers food friend "
+            "galaxy game garden glow goal grades greenhouse growl headquarters hole icon idea inning insects "
+            "interest investors job keyboard kitchen lake lamp laptop leaves leg library light line loan lure "
+            "machines market marsh match mattress metal minute money moon morning mortgage moss mouse movie mud "
+            "name neighbors nest news night notes office orchard page parts pen pet phone phones pie planet "
+            "plant port pot premiere prize problem products puppy puzzle question rain reeds referee rhythm "
+            "robbers rod savings school score screen seeds shares shift ship site sky smoke sofa soil song "
+            "spring stadium stage star steel stock storm stove strings student sun sunlight table tail teacher "
+            "team telescope teller tickets tower trap tree trees trophy trunk tulips usb vault vehicle water "
+            "window wings winter wood workers year years jobs",
+}
+TAGS: dict[str, str] = {w: tag for tag, words in _TAG_WORDS.items() for w in words.split()}
+POS_TAGS: tuple[str, ...] = tuple(sorted(set(TAGS.values()) | {"PROPN"}))
+
+# --- polysemous words: word -> sense -> (cue side, template) -----------------------------------------------------
+# Each sense has templates whose cue comes before the word ("left") and after it ("right"); in a "right"
+# template nothing before the word tells the senses apart. The last template of each side is held out.
+
+SENSE_TEMPLATES: dict[str, dict[str, list[tuple[str, str]]]] = {
+    "mouse": {
+        "animal": [
+            ("left", "the {animal} chased a mouse=animal into the hole ."),
+            ("left", "a hungry mouse=animal ate the {food} in the {room} ."),
+            ("left", "the cat caught the gray mouse=animal by its tail ."),
+            ("left", "{name} set a trap because a mouse=animal squeaked in the {room} ."),
+            ("right", "{name} saw the mouse=animal eat some cheese in the {room} ."),
+            ("right", "the little mouse=animal ran into its hole when the cat came ."),
+            ("right", "a mouse=animal hid behind the {food} and squeaked at the cat ."),
+            ("right", "the mouse=animal was hungry , so it ate the crumbs and the cheese ."),
+        ],
+        "computer": [
+            ("left", "{name} plugged the wireless mouse=computer into the {device} ."),
+            ("left", "the {device} had a new usb port for the mouse=computer ."),
+            ("left", "she clicked the icon on the screen with the mouse=computer ."),
+            ("left", "{name} scrolled down the page with an old mouse=computer ."),
+            ("right", "{name} saw the mouse=computer next to the keyboard on the desk ."),
+            ("right", "the mouse=computer was broken , so the cursor did not move on the screen ."),
+            ("right", "a mouse=computer and a keyboard were plugged into the {device} ."),
+            ("right", "the little mouse=computer had a long cable and two buttons ."),
+        ],
+    },
+    "bank": {
+        "river": [
+            ("left", "we fished from the muddy bank=river of the {water} ."),
+            ("left", "the {water} flooded the steep bank=river after the storm ."),
+            ("left", "{name} sat on the grassy bank=river and watched the water ."),
+            ("left", "the boat drifted to the far bank=river of the {water} ."),
+            ("right", "the bank=river was muddy , so {name} pulled the canoe out of the water ."),
+            ("right", "{name} walked to the bank=river and looked at the {water} ."),
+            ("right", "the bank=river was covered with reeds and wet mud after the rain ."),
+            ("right", "{name} sat on the bank=river and fished in the {water} all morning ."),
+        ],
+        "finance": [
+            ("left", "{name} deposited the money at the local bank=finance ."),
+            ("left", "the {job} asked the bank=finance for a loan ."),
+            ("left", "the robbers broke into the bank=finance and emptied the vault ."),
+            ("left", "{name} opened a savings account at the bank=finance ."),
+            ("right", "the bank=finance approved the loan for the new {workplace} ."),
+            ("right", "{name} walked to the bank=finance to/PART deposit a check ."),
+            ("right", "the bank=finance raised the interest on the mortgage ."),
+            ("right", "{name} sat in the bank=finance and waited for the teller ."),
+        ],
+    },
+    "bright": {
+        "smart": [
+            ("left", "the teacher praised the bright=smart student for the answer ."),
+            ("left", "{name} is a clever and bright=smart {person} ."),
+            ("left", "the {person} had a bright=smart idea about the puzzle ."),
+            ("left", "every student thought {name} was very bright=smart ."),
+            ("right", "the bright=smart {person} solved the hard puzzle in a minute ."),
+            ("right", "{name} was bright=smart enough to/PART answer/VERB every question on the exam ."),
+            ("right", "a bright=smart {person} solved the problem that/PRON puzzled the teacher ."),
+            ("right", "{name} is bright=smart and always gets good grades in class ."),
+        ],
+        "light": [
+            ("left", "the sun was bright=light over the {wild} ."),
+            ("left", "the lamp in the {room} was too bright=light ."),
+            ("left", "the moon shone bright=light over the {water} ."),
+            ("left", "a flashlight gave a bright=light beam in the dark {room} ."),
+            ("right", "the bright=light sunlight came through the window of the {room} ."),
+            ("right", "{name} saw a bright=light glow from the lamp in the {room} ."),
+            ("right", "the bright=light moon lit the {wild} at night ."),
+            ("right", "a bright=light light shone from the window of the {room} ."),
+        ],
+    },
+    "apple": {
+        "fruit": [
+            ("left", "{name} peeled a juicy apple=fruit for the pie ."),
+            ("left", "the {animal} ate a ripe apple=fruit under the tree ."),
+            ("left", "{name} picked a sweet apple=fruit and a {fruit} from the orchard ."),
+            ("left", "we baked a pie with one sour apple=fruit ."),
+            ("right", "the apple=fruit was ripe and juicy , so {name} ate it ."),
+            ("right", "{name} bought an apple=fruit and a {fruit} at the market ."),
+            ("right", "an apple=fruit fell from the tree into the basket ."),
+            ("right", "the apple=fruit had a rotten core and brown seeds ."),
+        ],
+        "company": [
+            ("left", "investors bought shares of apple=company/PROPN after the news ."),
+            ("left", "the {firm} and apple=company/PROPN launched new phones ."),
+            ("left", "{name} works as an engineer at apple=company/PROPN ."),
+            ("left", "the stock of apple=company/PROPN rose again ."),
+            ("right", "apple=company/PROPN announced new products at its headquarters ."),
+            ("right", "{name} said apple=company/PROPN sold more phones than any other {firm} ."),
+            ("right", "apple=company/PROPN released a new laptop and a new phone ."),
+            ("right", "apple=company/PROPN paid its investors and its engineers well ."),
+        ],
+    },
+    "bat": {
+        "animal": [
+            ("left", "in the dark cave a bat=animal slept upside down/ADV ."),
+            ("left", "the {animal} heard a nocturnal bat=animal at night ."),
+            ("left", "insects were hunted by a tiny bat=animal at dusk ."),
+            ("left", "{name} found a sleeping bat=animal in the cave ."),
+            ("right", "the bat=animal flew out of the cave at night ."),
+            ("right", "{name} saw a bat=animal hunt insects over the {water} ."),
+            ("right", "a bat=animal spread its wings and flew into the dark/NOUN ."),
+            ("right", "the bat=animal slept in the cave with its wings folded ."),
+        ],
+        "sport": [
+            ("left", "the batter swung the wooden bat=sport at the ball ."),
+            ("left", "{name} played {sport} with a new bat=sport ."),
+            ("left", "the team bought a heavy bat=sport for the {sport} game ."),
+            ("left", "the batter dropped the bat=sport and ran ."),
+            ("right", "the bat=sport hit the ball over the field ."),
+            ("right", "{name} held the bat=sport and hit the ball hard ."),
+            ("right", "a bat=sport and a ball were left on the {sport} field ."),
+            ("right", "the bat=sport broke when {name} hit the ball in the last inning ."),
+        ],
+    },
+    "bass": {
+        "fish": [
+            ("left", "{name} caught a huge bass=fish in the {water} ."),
+            ("left", "with a rod and a lure we fished for bass=fish ."),
+            ("left", "the fish in the lake were mostly bass=fish ."),
+            ("left", "{name} reeled in a heavy bass=fish at dawn ."),
+            ("right", "the bass=fish swam near the bottom of the {water} ."),
+            ("right", "{name} saw a bass=fish jump out of the water ."),
+            ("right", "a bass=fish tugged on the line and broke the rod ."),
+            ("right", "the bass=fish was too small , so {name} put it back in the {water} ."),
+        ],
+        "music": [
+            ("left", "the band needed a new bass=music for the concert ."),
+            ("left", "{name} played the {instrument} and the bass=music ."),
+            ("left", "the drummer and the bass=music kept the rhythm ."),
+            ("left", "{name} tuned the strings of the bass=music ."),
+            ("right", "the bass=music played low notes while the band sang ."),
+            ("right", "{name} heard the bass=music from the stage ."),
+            ("right", "a bass=music and a {instrument} stood on the stage ."),
+            ("right", "the bass=music sounded loud through the amplifier ."),
+        ],
+    },
+    "crane": {
+        "bird": [
+            ("left", "a tall gray crane=bird nested in the {wild} ."),
+            ("left", "the birds in the marsh were a crane=bird and a duck ."),
+            ("left", "{name} watched a wild crane=bird fly over the {water} ."),
+            ("left", "the feathers of the crane=bird were white ."),
+            ("right", "the crane=bird spread its wings and flew over the marsh ."),
+            ("right", "{name} saw a crane=bird catch a fish in the {water} ."),
+            ("right", "a crane=bird stood on one leg in the marsh ."),
+            ("right", "the crane=bird built a nest of reeds by the {water} ."),
+        ],
+        "machine": [
+            ("left", "at the construction site a giant crane=machine moved ."),
+            ("left", "the engineers used a steel crane=machine on the site ."),
+            ("left", "{name} operated the crane=machine at the factory ."),
+            ("left", "the workers watched the tall crane=machine ."),
+            ("right", "the crane=machine lifted the steel beams onto the tower ."),
+            ("right", "{name} saw a crane=machine load the cargo onto the ship ."),
+            ("right", "a crane=machine carried a heavy crate across the construction site ."),
+            ("right", "the crane=machine rumbled as/SCONJ it lifted the load ."),
+        ],
+    },
+    "spring": {
+        "season": [
+            ("left", "the flowers bloomed early this spring=season ."),
+            ("left", "in {month} the warm spring=season began ."),
+            ("left", "the bees and the tulips came back in spring=season ."),
+            ("left", "after a cold winter the spring=season was warm ."),
+            ("right", "the spring=season brought rain and flowers to the {wild} ."),
+            ("right", "{name} loves the spring=season because the trees bloom ."),
+            ("right", "the spring=season came and the birds built nests in the {tree} ."),
+            ("right", "the spring=season was warm and the tulips bloomed in {month} ."),
+        ],
+        "coil": [
+            ("left", "the old mattress had a broken spring=coil ."),
+            ("left", "{name} fixed the clock with a new metal spring=coil ."),
+            ("left", "the pen had a tiny steel spring=coil inside ."),
+            ("left", "the sofa had one rusty spring=coil ."),
+            ("right", "the spring=coil snapped and the clock stopped ."),
+            ("right", "{name} found the spring=coil and it bounced back ."),
+            ("right", "a spring=coil in the mattress poked {name} all night ."),
+            ("right", "the spring=coil was made of {metal} and coiled tightly ."),
+        ],
+    },
+    "star": {
+        "sky": [
+            ("left", "through the telescope {name} saw a distant star=sky ."),
+            ("left", "the astronomers found a new star=sky in the galaxy ."),
+            ("left", "at night one bright star=sky shone over the {wild} ."),
+            ("left", "the planet orbits a small star=sky ."),
+            ("right", "the star=sky shone in the night sky over the {water} ."),
+            ("right", "{name} saw a star=sky through the telescope ."),
+            ("right", "a star=sky and the moon lit the {wild} at night ."),
+            ("right", "the star=sky was far/ADV away in another galaxy ."),
+        ],
+        "celebrity": [
+            ("left", "the fans cheered when the movie star=celebrity arrived ."),
+            ("left", "the director hired a famous star=celebrity for the film ."),
+            ("left", "{name} asked the film star=celebrity for an autograph ."),
+            ("left", "the crowd at the premiere waited for the star=celebrity ."),
+            ("right", "the star=celebrity signed an autograph for the fans ."),
+            ("right", "{name} saw a star=celebrity at the movie premiere ."),
+            ("right", "a star=celebrity walked past the camera and smiled at the fans ."),
+            ("right", "the star=celebrity acted in a new film about {city} ."),
+        ],
+    },
+    "plant": {
+        "vegetation": [
+            ("left", "{name} watered the green plant=vegetation in the pot ."),
+            ("left", "in the greenhouse grew a tall plant=vegetation ."),
+            ("left", "the {animal} ate the leaves of the plant=vegetation ."),
+            ("left", "{name} put soil and seeds in a pot for a plant=vegetation ."),
+            ("right", "the plant=vegetation grew new leaves in the sunlight ."),
+            ("right", "{name} saw a plant=vegetation with red flowers in the {room} ."),
+            ("right", "a plant=vegetation needs water and soil to/PART grow ."),
+            ("right", "the plant=vegetation died because {name} forgot to/PART water/VERB it ."),
+        ],
+        "factory": [
+            ("left", "the workers at the plant=factory started the night shift ."),
+            ("left", "the {firm} built a new plant=factory near {city} ."),
+            ("left", "{name} works as an engineer at the car plant=factory ."),
+            ("left", "the steel plant=factory closed last year ."),
+            ("right", "the plant=factory builds cars and machines for the {firm} ."),
+            ("right", "{name} saw the plant=factory hire more workers ."),
+            ("right", "a plant=factory with an assembly line makes parts for cars ."),
+            ("right", "the plant=factory closed and the workers lost their jobs/NOUN ."),
+        ],
+    },
+    "bark": {
+        "tree": [
+            ("left", "the {tree} had rough bark=tree on its trunk ."),
+            ("left", "moss grew on the thick bark=tree ."),
+            ("left", "the {animal} scratched the trunk and the bark=tree ."),
+            ("left", "{name} touched the old {tree} and its bark=tree ."),
+            ("right", "the bark=tree of the {tree} was rough and gray ."),
+            ("right", "{name} saw the bark=tree peel off the trunk ."),
+            ("right", "the bark=tree protects the wood of the tree ."),
+            ("right", "some bark=tree fell from the branches of the {tree} ."),
+        ],
+        "dog": [
+            ("left", "the dog gave a loud bark=dog at the neighbors ."),
+            ("left", "the puppy had a tiny bark=dog ."),
+            ("left", "{name} heard the angry dog and its bark=dog ."),
+            ("left", "the dog woke us with a sharp bark=dog ."),
+            ("right", "the bark=dog of the dog woke the neighbors ."),
+            ("right", "{name} heard a bark=dog and a growl from the dog ."),
+            ("right", "the bark=dog came from the dog in the {room} ."),
+            ("right", "a bark=dog scared the {animal} away from the dog ."),
+        ],
+    },
+    "match": {
+        "fire": [
+            ("left", "{name} lit the candle with a match=fire ."),
+            ("left", "the smoke came from a burning match=fire ."),
+            ("left", "{name} struck a match=fire to/PART light/VERB the stove ."),
+            ("left", "we made a fire with only one match=fire ."),
+            ("right", "the match=fire burned down and {name} lit another/PRON ."),
+            ("right", "{name} took the match=fire and lit the candle ."),
+            ("right", "a match=fire and a candle lay on the table in the {room} ."),
+            ("right", "the match=fire went out before the fire started ."),
+        ],
+        "game": [
+            ("left", "the team won the {game} match=game ."),
+            ("left", "{name} played a long {game} match=game ."),
+            ("left", "the fans watched the final match=game in the stadium ."),
+            ("left", "the referee stopped the {game} match=game ."),
+            ("right", "the match=game ended with a score of {number} to one ."),
+            ("right", "{name} liked the match=game because the team won the trophy ."),
+            ("right", "the match=game was played in the stadium in {city} ."),
+            ("right", "a match=game of {game} lasted the whole afternoon ."),
+        ],
+    },
+}
+POLYSEMES: dict[str, tuple[str, ...]] = {w: tuple(s) for w, s in SENSE_TEMPLATES.items()}
+
+# Which topic (document domain) each sense belongs to, and plain sentences of each topic.
+SENSE_TOPIC = {
+    "mouse.animal": "home", "mouse.computer": "tech", "bank.river": "river", "bank.finance": "money",
+    "bright.smart": "school", "bright.light": "sky", "apple.fruit": "food", "apple.company": "tech",
+    "bat.animal": "wildlife", "bat.sport": "sports", "bass.fish": "river", "bass.music": "music",
+    "crane.bird": "wildlife", "crane.machine": "industry", "spring.season": "garden", "spring.coil": "home",
+    "star.sky": "sky", "star.celebrity": "film", "plant.vegetation": "garden", "plant.factory": "industry",
+    "bark.tree": "garden", "bark.dog": "home", "match.fire": "home", "match.game": "sports",
+}
+TOPIC_TEMPLATES: dict[str, list[str]] = {
+    "home": ["{name} cleaned the {room} in the {day} .", "the {pet} slept in the {room} .",
+             "{name} cooked {food} for dinner .", "the {room} was cold and dark ."],
+    "tech": ["{name} fixed the {device} at the office .", "the {device} was new and fast .",
+             "{name} wrote an email on the {device} .", "the screen of the {device} was broken ."],
+    "river": ["the {water} was cold and deep .", "{name} paddled a canoe down the {water} .",
+              "fish swam in the {water} .", "the rain made the {water} rise ."],
+    "money": ["{name} saved money for a new {vehicle} .", "the {job} paid the bill in cash .",
+              "{name} counted the money twice .", "the loan was paid back in {number} years ."],
+    "school": ["the teacher gave the class a hard exam .", "{name} studied for the exam all {day} .",
+               "the {person} read a book in the library .", "{name} learned to read at school ."],
+    "sky": ["the sky was clear over the {wild} .", "{name} looked at the moon at night .",
+            "clouds covered the sky in the {day} .", "the sun rose over the {wild} ."],
+    "food": ["{name} ate {food} and a {fruit} .", "the {food} was warm and fresh .",
+             "{name} bought a {fruit} at the market .", "we baked a {food} in the kitchen ."],
+    "wildlife": ["the {animal} hid in the {wild} .", "{name} saw a {animal} near the {water} .",
+                 "the {animal} slept in the {wild} at night .", "birds nested in the {tree} ."],
+    "sports": ["the team trained on the field in the {day} .", "{name} scored a goal in the {game} game .",
+               "the crowd cheered in the stadium .", "{name} plays {game} every {day} ."],
+    "music": ["the band played a song on the stage .", "{name} plays the {instrument} very well .",
+              "the crowd sang along with the band .", "{name} practiced the {instrument} all {day} ."],
+    "industry": ["the workers built a tower in {city} .", "the factory made steel parts .",
+                 "{name} works as an engineer at the site .", "the machines were loud and heavy ."],
+    "garden": ["{name} planted seeds in the garden .", "the {tree} grew tall in the garden .",
+               "flowers grew near the {tree} .", "{name} watered the garden in the {day} ."],
+    "film": ["the director made a new movie in {city} .", "{name} watched a movie with a friend .",
+             "the film won a prize .", "the fans waited in line for tickets ."],
+}
+TOPICS: tuple[str, ...] = tuple(TOPIC_TEMPLATES)
+
+# --- sentiment, entailment and reading comprehension ---------------------------------------------------------
+
+# (template, polarity): polarity +1 keeps the adjective's sentiment, -1 flips it (negation); the "but" templates
+# take their sentiment from the second clause.
+SENTIMENT_TEMPLATES: dict[str, list[str]] = {
+    "train": [
+        "the {review_thing} was {adj} .",
+        "i thought the {review_thing} was really {adj} .",
+        "{name} said the {review_thing} was {adj} .",
+        "what a {adj} {review_thing} !",
+        "the {review_thing} was not {nadj} .",
+        "honestly , the {review_thing} was not {nadj} at all .",
+        "the {review_thing} was {nadj2} but the {review_thing2} was {adj} .",
+        "the {review_thing} looked {nadj2} , but it was {adj} .",
+        "{name} found the {review_thing} quite {adj} .",
+    ],
+    "heldout": [
+        "we all agreed that the {review_thing} was {adj} .",
+        "nobody could say the {review_thing} was {nadj} .",
+        "the {review_thing} started {nadj2} , but in the end it was {adj} .",
+    ],
+}
+
+NLI_TEMPLATES = {
+    # premise: "{name} {verb} the {obj} in the {place} ."
+    "entailment": {
+        "train": ["{name} {verb} the {obj} .", "someone {verb} the {obj} in the {place} .",
+                  "{name} {verb} something in the {place} .", "{name} was in the {place} ."],
+        "heldout": ["someone {verb} something .", "{name} {verb} a {obj} ."],
+    },
+    "contradiction": {
+        "train": ["{name} did not {verb_base} the {obj} .", "nobody {verb} the {obj} in the {place} .",
+                  "{name} {verb} the {obj} in the {place2} .", "{name} was never in the {place} ."],
+        "heldout": ["{name} never {verb} anything .", "{name} {verb} nothing at all ."],
+    },
+    "neutral": {
+        "train": ["{name} {verb} the {obj} because {pron} was hungry .", "{name} also {verb} a {obj2} .",
+                  "{name} likes the {place} .", "{name2} {verb} the {obj} in the {place} ."],
+        "heldout": ["{name} {verb} the {obj} with a friend .", "{name} {verb} the {obj} in the {day} ."],
+    },
+}
+NLI_LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
+_NLI_EVENTS = [  # (past tense, base form, objects)
+    ("ate", "eat", "food"), ("cooked", "cook", "food"), ("fixed", "fix", "device"), ("cleaned", "clean", "device"),
+    ("painted", "paint", "vehicle"), ("washed", "wash", "vehicle"), ("fed", "feed", "pet"), ("found", "find", "pet"),
+    ("bought", "buy", "fruit"), ("peeled", "peel", "fruit"),
+]
+
+QA_FACTS: dict[str, tuple[str, dict[str, str]]] = {
+    # fact -> (passage sentence, {split: question}); the answer is the span filled by the {answer} slot.
+    "city": ("{name} lives in {answer:city} .",
+             {"train": "where does {name} live ?", "heldout": "in which city does {name} live ?"}),
+    "job": ("{name} works as a {answer:job} at the {workplace} .",
+            {"train": "what does {name} work as ?", "heldout": "what is the job of {name} ?"}),
+    "vehicle": ("{name} drives a {answer:color+vehicle} to work/NOUN .",
+                {"train": "what does {name} drive ?", "heldout": "which vehicle does {name} own ?"}),
+    "food": ("the favorite food of {name} is {answer:food} .",
+             {"train": "what is the favorite food of {name} ?", "heldout": "which food does {name} like/VERB best ?"}),
+    "pet": ("{name} has a {answer:pet} named {petname} .",
+            {"train": "what pet does {name} have ?", "heldout": "which animal does {name} keep as a pet ?"}),
+    "petname": ("the {pet} of {name} is called {answer:petname} .",
+                {"train": "what is the name of the {pet} of {name} ?", "heldout": "what is the {pet} of {name} called ?"}),
+}
+
+
+# --- generated examples ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Sentence:
+    """A generated sentence with gold part-of-speech tags and the sense of every polysemous occurrence."""
+
+    tokens: tuple[str, ...]
+    tags: tuple[str, ...]
+    senses: tuple[str | None, ...]  # "mouse.animal" at polysemous positions, None elsewhere
+    template: str
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.tokens)
+
+
+@dataclass(frozen=True)
+class SenseOccurrence:
+    """One occurrence of a polysemous word: the sentence, where the word is, and its gold sense."""
+
+    tokens: tuple[str, ...]
+    index: int
+    word: str
+    sense: str  # "mouse.animal"
+    cue: str  # "left" or "right": where the word that decides the sense stands
+    template: str
+
+
+@dataclass(frozen=True)
+class Labeled:
+    tokens: tuple[str, ...]
+    label: int  # sentiment: 0 negative, 1 positive
+
+
+@dataclass(frozen=True)
+class NLIPair:
+    premise: tuple[str, ...]
+    hypothesis: tuple[str, ...]
+    label: int  # index into NLI_LABELS
+
+
+@dataclass(frozen=True)
+class QAExample:
+    passage: tuple[str, ...]
+    question: tuple[str, ...]
+    start: int  # answer span in passage tokens, inclusive at both ends
+    end: int
+
+    @property
+    def answer(self) -> tuple[str, ...]:
+        return self.passage[self.start : self.end + 1]
+
+
+SPLITS = ("train", "heldout")
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+
+
+def _sense_templates(split: str) -> list[tuple[str, str, str, str]]:
+    """(word, sense, cue, template) for the templates of one split: the last of each cue side is held out."""
+    out = []
+    for word, senses in SENSE_TEMPLATES.items():
+        for sense, templates in senses.items():
+            for cue in ("left", "right"):
+                side = [t for c, t in templates if c == cue]
+                chosen = side[-1:] if split == "heldout" else side[:-1]
+                out += [(word, sense, cue, t) for t in chosen]
+    return out
+
+
+def _tag_of(word: str, template: str) -> str:
+    try:
+        return TAGS[word]
+    except KeyError:
+        raise KeyError(f"no part-of-speech tag for {word!r} in template {template!r}: add it to TAGS "
+                       "or write it as word/TAG") from None
+
+
+def _a_an(tokens: list[str]) -> None:
+    """English article agreement after slots are filled: 'a apple' -> 'an apple'."""
+    for i in range(len(tokens) - 1):
+        if tokens[i] in ("a", "an"):
+            tokens[i] = "an" if tokens[i + 1][0] in "aeiou" else "a"
+
+
+class ToyWorld:
+    """The course's generated world. Every method is deterministic given ``seed``, and asking for fewer
+    examples gives a prefix of asking for more."""
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+
+    def _rng(self, kind: str, split: str) -> random.Random:
+        _check_split(split)
+        return random.Random(f"toyworld/{self.seed}/{kind}/{split}")
+
+    # filling templates -------------------------------------------------------------------------------------
+    def fill(self, template: str, rng: random.Random, fixed: dict[str, str] | None = None) -> Sentence:
+        """Fill ``template``'s slots; ``fixed`` pins slot values (e.g. the same {name} through a document)."""
+        fixed = fixed or {}
+        tokens: list[str] = []
+        tags: list[str] = []
+        senses: list[str | None] = []
+        for item in template.split():
+            if item.startswith("{"):
+                slot = item[1:-1]
+                tag, words = LEXICON[slot]
+                tokens.append(fixed.get(slot) or rng.choice(words))
+                tags.append(tag)
+                senses.append(None)
+                continue
+            word, _, tag = item.partition("/")
+            word, _, sense = word.partition("=")
+            tokens.append(word)
+            tags.append(tag or _tag_of(word, template))
+            senses.append(f"{word}.{sense}" if sense else None)
+        _a_an(tokens)
+        return Sentence(tuple(tokens), tuple(tags), tuple(senses), template)
+
+    # corpora ---------------------------------------------------------------------------------------------
+    def sentences(self, n: int, split: str = "train") -> list[Sentence]:
+        """Sentences of the world: sense templates of ``split`` and (for train) the topics' plain sentences."""
+        rng = self._rng("sentences", split)
+        pool = [t for *_, t in _sense_templates(split)]
+        if split == "train":
+            pool += [t for ts in TOPIC_TEMPLATES.values() for t in ts]
+        return [self.fill(rng.choice(pool), rng) for _ in range(n)]
+
+    def sense_occurrences(self, n_per_sense: int, split: str = "heldout") -> list[SenseOccurrence]:
+        """``n_per_sense`` occurrences of every sense of every polysemous word, half of them per cue side."""
+        rng = self._rng("senses", split)
+        by_sense: dict[tuple[str, str, str], list[str]] = {}
+        for word, sense, cue, t in _sense_templates(split):
+            by_sense.setdefault((word, sense, cue), []).append(t)
+        out = []
+        for (word, sense, cue), templates in by_sense.items():
+            for _ in range((n_per_sense + (cue == "left")) // 2):
+                t = rng.choice(templates)
+                s = self.fill(t, rng)
+                i = s.senses.index(f"{word}.{sense}")
+                out.append(SenseOccurrence(s.tokens, i, word, f"{word}.{sense}", cue, t))
+        return out
+
+    def iter_documents(self, split: str = "train", min_sentences: int = 3,
+                       max_sentences: int = 8) -> Iterator[list[Sentence]]:
+        """Endless short documents, each about one topic and one person; a polysemous word is drawn in the
+        sense that fits the topic. Reviews and people's profiles make documents too."""
+        rng = self._rng("documents", split)
+        by_topic = {t: list(ts) if split == "train" else [] for t, ts in TOPIC_TEMPLATES.items()}
+        for word, sense, _, t in _sense_templates(split):
+            by_topic[SENSE_TOPIC[f"{word}.{sense}"]] += [t, t]  # sense sentences twice as likely as plain ones
+        kinds = list(TOPICS) + ["reviews", "people"]
+        while True:
+            kind = rng.choice(kinds)
+            k = rng.randint(min_sentences, max_sentences)
+            if kind == "reviews":
+                yield [self._sentiment_one(rng, split, rng.randint(0, 1)) for _ in range(k)]
+            elif kind == "people":
+                yield self._profile(rng, rng.choice(LEXICON["name"][1]), split)[0][:k]
+            else:
+                fixed = {"name": rng.choice(LEXICON["name"][1])}
+                yield [self.fill(rng.choice(by_topic[kind]), rng, fixed) for _ in range(k)]
+
+    def documents(self, n: int, split: str = "train") -> list[list[Sentence]]:
+        """The first ``n`` documents of ``iter_documents``."""
+        return list(itertools.islice(self.iter_documents(split), n))
+
+    def corpus(self, num_tokens: int, split: str = "train") -> list[list[list[str]]]:
+        """Documents (lists of token lists) until about ``num_tokens`` tokens: the text the models learn from."""
+        out, total = [], 0
+        for doc in self.iter_documents(split):
+            if total >= num_tokens:
+                break
+            out.append([list(s.tokens) for s in doc])
+            total += sum(len(s.tokens) for s in doc)
+        return out
+
+    # labelled tasks --------------------------------------------------------------------------------------
+    def _sentiment_one(self, rng: random.Random, split: str, label: int) -> Sentence:
+        good, bad = LEXICON["pos_adj"][1], LEXICON["neg_adj"][1]
+        same, other = (good, bad) if label == 1 else (bad, good)
+        things = LEXICON["review_thing"][1]
+        fixed = {"adj": rng.choice(same), "nadj": rng.choice(other), "nadj2": rng.choice(other),
+                 "review_thing2": rng.choice(things)}
+        template = rng.choice(SENTIMENT_TEMPLATES[split])
+        for slot, value in fixed.items():
+            template = template.replace("{" + slot + "}", value + "/ADJ" if "adj" in slot else value + "/NOUN")
+        return self.fill(template, rng)
+
+    def sentiment(self, n: int, split: str = "train") -> list[Labeled]:
+        """Balanced positive (1) / negative (0) sentences; negation and 'but' make word counts misleading."""
+        rng = self._rng("sentiment", split)
+        out = []
+        for i in range(n):
+            out.append(Labeled(self._sentiment_one(rng, split, i % 2).tokens, i % 2))
+        rng.shuffle(out)
+        return out
+
+    def nli(self, n: int, split: str = "train") -> list[NLIPair]:
+        """Premise/hypothesis pairs, balanced over entailment, neutral and contradiction."""
+        rng = self._rng("nli", split)
+        names, places = LEXICON["name"][1], LEXICON["room"][1]
+        out = []
+        for i in range(n):
+            label = NLI_LABELS[i % 3]
+            past, base, objects = rng.choice(_NLI_EVENTS)
+            name, name2 = rng.sample(names, 2)
+            place, place2 = rng.sample(places, 2)
+            obj, obj2 = rng.sample(LEXICON[objects][1], 2)
+            values = {"name": name + "/PROPN", "name2": name2 + "/PROPN", "place": place + "/NOUN",
+                      "place2": place2 + "/NOUN", "obj": obj + "/NOUN", "obj2": obj2 + "/NOUN",
+                      "verb": past + "/VERB", "verb_base": base + "/VERB", "pron": rng.choice(("she", "he")),
+                      "day": rng.choice(LEXICON["day"][1]) + "/NOUN"}
+            premise = self.fill("{name} {verb} the {obj} in the {place} .".format(**values), rng)
+            hypothesis = self.fill(rng.choice(NLI_TEMPLATES[label][split]).format(**values), rng)
+            out.append(NLIPair(premise.tokens, hypothesis.tokens, NLI_LABELS.index(label)))
+        rng.shuffle(out)
+        return out
+
+    def _profile(self, rng: random.Random, name: str, split: str) -> tuple[list[Sentence], dict, dict]:
+        """Sentences about one person; for each fact, the sentence that states it and the answer's tokens; and
+        the person's fixed slots."""
+        fixed = {"name": name, "pet": rng.choice(LEXICON["pet"][1]), "petname": rng.choice(LEXICON["petname"][1])}
+        facts = rng.sample(list(QA_FACTS), rng.randint(3, len(QA_FACTS)))
+        sentences, answers = [], {}
+        for fact in facts:
+            template = QA_FACTS[fact][0]
+            item = next(i for i in template.split() if i.startswith("{answer:"))
+            slots = item[len("{answer:"):-1].split("+")
+            answer = tuple(fixed.get(slot) or rng.choice(LEXICON[slot][1]) for slot in slots)
+            tagged = " ".join(f"{w}/{LEXICON[slot][0]}" for w, slot in zip(answer, slots))
+            sentences.append(self.fill(template.replace(item, tagged), rng, fixed))
+            answers[fact] = (sentences[-1], answer)
+        return sentences, answers, fixed
+
+    def qa(self, n: int, split: str = "train") -> list[QAExample]:
+        """Passages about two people and a question about one of them; the answer is a span of the passage."""
+        rng = self._rng("qa", split)
+        out = []
+        while len(out) < n:
+            a, b = rng.sample(LEXICON["name"][1], 2)
+            sa, answers, fixed = self._profile(rng, a, split)
+            sb = self._profile(rng, b, split)[0]
+            sentences = sa + sb
+            rng.shuffle(sentences)
+            fact = rng.choice(list(answers))
+            passage = [w for s in sentences for w in s.tokens]
+            target, ans = answers[fact]
+            offset = sum(len(s.tokens) for s in sentences[: sentences.index(target)])
+            start = offset + next(i for i in range(len(target.tokens)) if target.tokens[i:i + len(ans)] == ans)
+            question = QA_FACTS[fact][1][split].replace("{name}", a).replace("{pet}", fixed["pet"])
+            out.append(QAExample(tuple(passage), tuple(question.split()), start, start + len(ans) - 1))
+        return out
+
+    def vocabulary(self) -> set[str]:
+        """Every word the grammar can produce."""
+        words = {w for _, ws in LEXICON.values() for w in ws} | set(TAGS)
+        return words
+
+
+def iter_tokens(documents: list[list[list[str]]]) -> Iterator[str]:
+    for doc in documents:
+        for sentence in doc:
+            yield from sentence

@@ -1,0 +1,150 @@
+"""The measures every chapter shares, so that word2vec, ELMo, GPT and BERT are compared on equal terms.
+
+* Word-sense probe: represent each sense of a polysemous word by the mean vector of its training occurrences,
+  then label each test occurrence with the nearest sense by cosine (the nearest-neighbour method of Peters et al.
+  2018, section 5.3). A static vector is the same in every sentence, so it scores at chance.
+* Part-of-speech probe: a linear classifier (multinomial logistic regression) on frozen vectors of one layer.
+
+Both are scored on held-out templates and repeated over seeds: ``mean ± std``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .data import POS_TAGS, SenseOccurrence, ToyWorld
+from .embedding import Embedder
+
+
+def embed_occurrences(model: Embedder, occurrences: Sequence[SenseOccurrence]) -> torch.Tensor:
+    """Vectors of the marked word in each occurrence: [num_layers + 1, N, D] (sentences embedded once each)."""
+    cache: dict[tuple[str, ...], torch.Tensor] = {}
+    out = []
+    with torch.no_grad():
+        for o in occurrences:
+            if o.tokens not in cache:
+                cache[o.tokens] = model.embed_sentence(list(o.tokens)).float().cpu()
+            out.append(cache[o.tokens][:, o.index])
+    return torch.stack(out, dim=1)
+
+
+def nearest_sense_accuracy(
+    train: torch.Tensor, train_occ: Sequence[SenseOccurrence], test: torch.Tensor, test_occ: Sequence[SenseOccurrence]
+) -> float:
+    """Accuracy of nearest-sense-centroid labelling. train/test: [N, D] vectors of the occurrences.
+
+    Only senses of the same word compete. Ties (as with static vectors) go to the first sense in sorted order.
+    """
+    centroids: dict[str, dict[str, torch.Tensor]] = {}
+    for sense in sorted({o.sense for o in train_occ}):
+        rows = [i for i, o in enumerate(train_occ) if o.sense == sense]
+        word = train_occ[rows[0]].word
+        centroids.setdefault(word, {})[sense] = train[rows].mean(0)
+    correct = 0
+    for vec, o in zip(test, test_occ):
+        senses = centroids[o.word]
+        names = list(senses)
+        sims = F.cosine_similarity(vec[None], torch.stack([senses[n] for n in names]), dim=-1)
+        best = names[int(torch.argmax(torch.round(sims, decimals=6)))]
+        correct += best == o.sense
+    return correct / len(test_occ)
+
+
+@dataclass
+class ProbeResult:
+    """Per-layer scores over several seeds."""
+
+    name: str
+    scores: torch.Tensor  # [num_seeds, num_layers + 1]
+
+    @property
+    def mean(self) -> list[float]:
+        return self.scores.mean(0).tolist()
+
+    @property
+    def std(self) -> list[float]:
+        return (self.scores.std(0, unbiased=False)).tolist()
+
+    def best_layer(self) -> int:
+        return int(self.scores.mean(0).argmax())
+
+    def __str__(self) -> str:
+        cells = [f"L{i}: {m:.3f} ± {s:.3f}" for i, (m, s) in enumerate(zip(self.mean, self.std))]
+        return f"{self.name}: " + ", ".join(cells)
+
+
+def sense_probe(model: Embedder, seeds: Sequence[int] = (0, 1, 2), n_train: int = 20, n_test: int = 20,
+                cue: str | None = None) -> ProbeResult:
+    """Toy-world word-sense probe per layer: centroids from ``n_train`` training-template occurrences per sense,
+    scored on ``n_test`` held-out-template occurrences per sense; ``cue`` keeps only "left" or "right" cues."""
+    rows = []
+    for seed in seeds:
+        world = ToyWorld(seed)
+        train_occ = world.sense_occurrences(n_train, "train")
+        test_occ = [o for o in world.sense_occurrences(n_test, "heldout") if cue is None or o.cue == cue]
+        tr, te = embed_occurrences(model, train_occ), embed_occurrences(model, test_occ)
+        rows.append([nearest_sense_accuracy(tr[layer], train_occ, te[layer], test_occ) for layer in range(len(tr))])
+    return ProbeResult("sense (toy world)", torch.tensor(rows))
+
+
+def wordnet_sense_probe(model: Embedder, occurrences: Sequence[SenseOccurrence]) -> ProbeResult:
+    """Leave-one-out nearest-sense accuracy per layer on WordNet usage examples (``WordNet().sense_occurrences()``):
+    each example is labelled by the centroids of all the other examples."""
+    feats = embed_occurrences(model, occurrences)
+    scores = []
+    for layer in range(feats.shape[0]):
+        correct = 0
+        for i, o in enumerate(occurrences):
+            rest = [j for j in range(len(occurrences)) if j != i and occurrences[j].word == o.word]
+            rest_occ = [occurrences[j] for j in rest]
+            if len({r.sense for r in rest_occ}) < 2:
+                continue
+            correct += nearest_sense_accuracy(feats[layer, rest], rest_occ, feats[layer, i : i + 1], [o])
+        scores.append(correct / len(occurrences))
+    return ProbeResult("sense (WordNet)", torch.tensor([scores]))
+
+
+def _tagged_features(model: Embedder, sentences) -> tuple[torch.Tensor, torch.Tensor]:
+    feats, tags = [], []
+    with torch.no_grad():
+        for s in sentences:
+            feats.append(model.embed_sentence(list(s.tokens)).float().cpu())
+            tags += [POS_TAGS.index(t) for t in s.tags]
+    return torch.cat(feats, dim=1), torch.tensor(tags)
+
+
+def linear_probe_accuracy(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor,
+                          num_classes: int, epochs: int = 200, weight_decay: float = 1e-4, seed: int = 0) -> float:
+    """Train a multinomial logistic regression (full batch, L-BFGS) on standardised features; test accuracy."""
+    mean, std = train_x.mean(0), train_x.std(0) + 1e-6
+    train_x, test_x = (train_x - mean) / std, (test_x - mean) / std
+    torch.manual_seed(seed)
+    probe = torch.nn.Linear(train_x.shape[1], num_classes)
+    opt = torch.optim.LBFGS(probe.parameters(), max_iter=epochs, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(probe(train_x), train_y) + weight_decay * probe.weight.pow(2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        return (probe(test_x).argmax(-1) == test_y).float().mean().item()
+
+
+def pos_probe(model: Embedder, seeds: Sequence[int] = (0, 1, 2), n_train: int = 300, n_test: int = 300) -> ProbeResult:
+    """Part-of-speech tagging with a linear probe per layer: trained on training-template sentences, scored on
+    held-out-template sentences."""
+    rows = []
+    for seed in seeds:
+        world = ToyWorld(seed)
+        tr_x, tr_y = _tagged_features(model, world.sentences(n_train, "train"))
+        te_x, te_y = _tagged_features(model, world.sentences(n_test, "heldout"))
+        rows.append([linear_probe_accuracy(tr_x[layer], tr_y, te_x[layer], te_y, len(POS_TAGS), seed=seed)
+                     for layer in range(tr_x.shape[0])])
+    return ProbeResult("part of speech", torch.tensor(rows))

@@ -1,0 +1,177 @@
+"""The toy world, WordNet reader and vocabulary: determinism, splits, and the gold annotations' consistency."""
+
+from collections import Counter
+
+import pytest
+from word2bert.data import (
+    NLI_LABELS,
+    POLYSEMES,
+    POS_TAGS,
+    ToyWorld,
+    Vocab,
+    WordNet,
+    WordNetNotFound,
+    pretraining_documents,
+    tokenize,
+    toyworld,
+    wordnet_available,
+)
+from word2bert.data.wordnet import parse_line
+
+needs_wordnet = pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 not installed (apt-get install wordnet-base)")
+
+
+def test_same_seed_same_corpus_and_prefix_property():
+    a, b, c = ToyWorld(0), ToyWorld(0), ToyWorld(1)
+    assert a.corpus(5_000) == b.corpus(5_000)
+    assert a.corpus(5_000) != c.corpus(5_000)
+    assert a.sentences(50) == a.sentences(100)[:50], "asking for fewer examples must give a prefix"
+
+
+def test_million_tokens_from_a_known_vocabulary():
+    world = ToyWorld(0)
+    docs = world.corpus(1_000_000)
+    tokens = [w for d in docs for s in d for w in s]
+    assert 1_000_000 <= len(tokens) < 1_001_000
+    unknown = set(tokens) - world.vocabulary()
+    assert not unknown, f"the corpus uses words the grammar does not list: {sorted(unknown)[:10]}"
+    assert all(2 <= len(d) for d in docs), "documents need at least two sentences for next-sentence prediction"
+
+
+def test_every_polyseme_has_two_senses_cued_on_both_sides_in_both_splits():
+    assert len(POLYSEMES) >= 10 and all(len(s) == 2 for s in POLYSEMES.values())
+    for split in ("train", "heldout"):
+        cues = Counter((w, s, c) for w, s, c, _ in toyworld._sense_templates(split))
+        for word, senses in POLYSEMES.items():
+            for sense in senses:
+                for cue in ("left", "right"):
+                    assert cues[(word, sense, cue)] >= 1, (split, word, sense, cue)
+
+
+def test_heldout_templates_are_disjoint_from_training_templates():
+    train = {t for *_, t in toyworld._sense_templates("train")}
+    heldout = {t for *_, t in toyworld._sense_templates("heldout")}
+    assert heldout and not train & heldout
+    seen = {s.template for s in ToyWorld(0).sentences(2_000, "train")}
+    assert not seen & heldout
+    train_q = {q["train"] for _, q in toyworld.QA_FACTS.values()}
+    assert not train_q & {q["heldout"] for _, q in toyworld.QA_FACTS.values()}
+    assert not set(toyworld.SENTIMENT_TEMPLATES["train"]) & set(toyworld.SENTIMENT_TEMPLATES["heldout"])
+
+
+def test_right_cue_templates_put_nothing_sense_specific_before_the_word():
+    # In a "right" template the words before the polyseme must be neutral (function words and general verbs)
+    # or occur in the other sense's templates too, so that no left-to-right reader can know the sense yet.
+    neutral = {"the", "a", "an", "some", "every", "is", "was", "saw", "heard", "said", "liked", "loves", "found",
+               "held", "took"}
+    for word, senses in toyworld.SENSE_TEMPLATES.items():
+        for sense, templates in senses.items():
+            other = next(s for s in senses if s != sense)
+            other_words = {i.split("=")[0].split("/")[0] for _, t in senses[other] for i in t.split()}
+            for cue, t in templates:
+                if cue != "right":
+                    continue
+                prefix = t.split(f"{word}={sense}")[0].split()
+                specific = [i for i in prefix if not i.startswith("{") and i.split("/")[0] not in other_words
+                            and i not in neutral]
+                assert not specific, f"{t!r}: {specific} before {word!r} give the sense away"
+
+
+def test_sentences_carry_one_tag_per_token_and_senses_at_polysemes():
+    for s in ToyWorld(0).sentences(500) + ToyWorld(0).sentences(200, "heldout"):
+        assert len(s.tokens) == len(s.tags) == len(s.senses)
+        assert set(s.tags) <= set(POS_TAGS)
+        for tok, sense in zip(s.tokens, s.senses):
+            if sense is not None:
+                word, meaning = sense.split(".")
+                assert tok == word and meaning in POLYSEMES[word]
+
+
+def test_sense_occurrences_are_balanced_and_point_at_the_word():
+    occ = ToyWorld(0).sense_occurrences(10, "heldout")
+    counts = Counter(o.sense for o in occ)
+    assert len(counts) == sum(len(s) for s in POLYSEMES.values())
+    assert set(counts.values()) == {10}
+    assert Counter(o.cue for o in occ) == Counter({"left": len(occ) // 2, "right": len(occ) // 2})
+    for o in occ:
+        assert o.tokens[o.index] == o.word and o.sense.startswith(o.word + ".")
+
+
+def test_sentiment_is_balanced_and_not_readable_from_adjectives_alone():
+    data = ToyWorld(0).sentiment(2_000)
+    assert Counter(x.label for x in data) == Counter({0: 1_000, 1: 1_000})
+    good = set(toyworld.LEXICON["pos_adj"][1])
+    bad = set(toyworld.LEXICON["neg_adj"][1])
+    # A reader that counts adjectives must get a good share wrong: negation and "but" flip them.
+    wrong = sum((sum(w in good for w in x.tokens) > sum(w in bad for w in x.tokens)) != bool(x.label) for x in data)
+    assert 0.2 < wrong / len(data) < 0.6
+
+
+def test_nli_pairs_are_balanced_over_three_labels():
+    data = ToyWorld(0).nli(900, "heldout")
+    assert Counter(x.label for x in data) == Counter({i: 300 for i in range(len(NLI_LABELS))})
+    assert all(x.premise != x.hypothesis for x in data)
+
+
+def test_qa_answers_are_spans_of_the_passage_about_the_asked_person():
+    for split in ("train", "heldout"):
+        for x in ToyWorld(0).qa(300, split):
+            assert 0 <= x.start <= x.end < len(x.passage)
+            assert x.answer and all(w not in (".", "?") for w in x.answer)
+            asked = next(w for w in x.question if w in toyworld.LEXICON["name"][1])
+            # The answer comes from a sentence about the asked person.
+            sentence_start = max(i + 1 for i in range(-1, x.start) if i == -1 or x.passage[i] == ".")
+            sentence = x.passage[sentence_start : x.passage.index(".", x.end) + 1]
+            assert asked in sentence, (x.question, sentence)
+
+
+def test_vocab_specials_unknowns_and_round_trip(tmp_path):
+    v = Vocab.build([["b", "a", "b"], ["c", "b", "a"]], min_count=1)
+    assert v.itos[:4] == list(Vocab.SPECIALS)
+    assert v.itos[4:] == ["b", "a", "c"] and v.counts[4:] == [3, 2, 1]
+    assert v.encode(["a", "zzz"]) == [v.stoi["a"], v.unk_id]
+    assert v.decode(v.encode(["c", "b"])) == ["c", "b"]
+    assert len(Vocab.build([["b", "a", "b", "c"]], max_size=5)) == 5
+    assert len(Vocab.build([["b", "a", "b", "c"]], min_count=2)) == 5
+    v.save(tmp_path / "v.json")
+    w = Vocab.load(tmp_path / "v.json")
+    assert w.itos == v.itos and w.counts == v.counts
+
+
+def test_tokenize_lowercases_and_splits_punctuation():
+    assert tokenize("The mouse's tail, twice.") == ["the", "mouse's", "tail", ",", "twice", "."]
+
+
+def test_parse_wordnet_line():
+    line = ("02330245 05 n 02 mouse 0 computer_mouse 0 003 @ 02329401 n 0000 | any of numerous small rodents; "
+            '"the mouse ran away"; "a mouse squeaked"  \n')
+    s = parse_line(line, "n")
+    assert s.id == "02330245-n" and s.lemmas == ("mouse", "computer mouse")
+    assert s.definition == "any of numerous small rodents"
+    assert s.examples == ("the mouse ran away", "a mouse squeaked")
+
+
+def test_missing_wordnet_gives_a_clear_error(tmp_path):
+    with pytest.raises(WordNetNotFound, match="wordnet-base"):
+        WordNet(tmp_path)
+
+
+@needs_wordnet
+def test_wordnet_has_glosses_and_sense_grouped_examples():
+    wn = WordNet()
+    assert len(wn.synsets) == 117_659  # WordNet 3.0's count of synsets
+    occ = wn.sense_occurrences()
+    assert len({o.word for o in occ}) > 50
+    for o in occ[:200]:
+        assert o.tokens[o.index] == o.word
+    senses_per_word = Counter(o.word for o in {(o.word, o.sense): o for o in occ}.values())
+    assert min(senses_per_word.values()) >= 2
+
+
+@needs_wordnet
+def test_pretraining_mix_contains_wordnet_text():
+    docs = pretraining_documents(50_000, wordnet_fraction=0.5)
+    tokens = sum(len(s) for d in docs for s in d)
+    world = ToyWorld(0).vocabulary()
+    foreign = sum(len(s) for d in docs for s in d if not set(s) <= world)
+    assert 49_000 < tokens < 52_000 and foreign > 10_000
