@@ -1,0 +1,262 @@
+"""GPT: a decoder-only transformer language model (Radford et al. 2018, 2019), in the manner of nanoGPT.
+
+Token and learned position embeddings, a stack of blocks of causal multi-head self-attention and a GELU
+feed-forward network, a final LayerNorm, and an output layer that shares its weights with the token embedding.
+GPT-2 puts LayerNorm before each sub-layer (pre-LN); ``GPTConfig(post_ln=True)`` gives GPT-1's block, with
+LayerNorm after each residual sum and no final LayerNorm. ``from_hf`` loads Hugging Face GPT-2 weights.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .bpe import BPETokenizer
+from .checkpoint import load_checkpoint, save_checkpoint
+from .embedding import mean_pool_pieces
+from .transformer import FeedForward, KVCache, MultiHeadSelfAttention, init_weights, padding_mask
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 2048
+    block_size: int = 128  # the longest sequence (number of learned positions)
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.1
+    layer_norm_eps: float = 1e-5
+    post_ln: bool = False  # True: GPT-1's post-LN block (and no final LayerNorm)
+
+
+class Block(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        d = config.n_embd
+        self.post_ln = config.post_ln
+        self.ln_1 = nn.LayerNorm(d, eps=config.layer_norm_eps)
+        self.attn = MultiHeadSelfAttention(d, config.n_head, config.dropout, causal=True)
+        self.ln_2 = nn.LayerNorm(d, eps=config.layer_norm_eps)
+        self.mlp = FeedForward(d, 4 * d, config.dropout, approximate="tanh")
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None
+    ):
+        if self.post_ln:  # GPT-1 (and the original Transformer): normalise the sum
+            x = self.ln_1(x + self.attn(x, mask, cache))
+            return self.ln_2(x + self.mlp(x))
+        x = x + self.attn(
+            self.ln_1(x), mask, cache
+        )  # GPT-2: normalise the input, keep the residual path clean
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, config: GPTConfig, tokenizer: BPETokenizer | None = None):
+        super().__init__()
+        self.config, self.tokenizer = config, tokenizer
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.drop = nn.Dropout(config.dropout)
+        self.h = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_f = (
+            nn.Identity()
+            if config.post_ln
+            else nn.LayerNorm(config.n_embd, eps=config.layer_norm_eps)
+        )
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight  # weight tying (Press & Wolf 2017)
+        self.apply(init_weights)
+        # GPT-2: each residual branch's output projection is scaled by 1/sqrt(2 n_layer), two branches per block,
+        # so the residual stream's variance does not grow with depth.
+        for name, p in self.named_parameters():
+            if name.endswith(("attn.w_o.weight", "mlp.w_2.weight")):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    def new_cache(self) -> list[KVCache]:
+        """An empty KV cache, one per block, for ``forward(..., cache=...)``."""
+        return [KVCache() for _ in self.h]
+
+    def hidden_states(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        cache: list[KVCache] | None = None,
+    ) -> list[torch.Tensor]:
+        """The embedding output and each block's output, [B, T, D] each; the last after the final LayerNorm.
+
+        attention_mask: [B, T_past + T] of 1 for tokens, 0 for padding (left or right), as in Hugging Face:
+        padding keys are never attended to and positions count only real tokens, so a left-padded sequence
+        gets the same vectors as the unpadded one.
+        """
+        T = input_ids.size(1)
+        past = 0 if cache is None or cache[0].k is None else cache[0].k.size(-2)
+        if past + T > self.config.block_size:
+            raise ValueError(
+                f"{past + T} positions, but the model has only block_size={self.config.block_size}"
+            )
+        if attention_mask is None:
+            positions = torch.arange(past, past + T, device=input_ids.device)[None]
+            mask = None
+        else:
+            positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -T:]
+            mask = None if attention_mask.all() else padding_mask(attention_mask)
+        x = self.drop(self.wte(input_ids) + self.wpe(positions))
+        states = [x]
+        for i, block in enumerate(self.h):
+            x = block(x, mask, None if cache is None else cache[i])
+            states.append(x)
+        states[-1] = self.ln_f(x)
+        return states
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        cache: list[KVCache] | None = None,
+    ) -> torch.Tensor:
+        """Next-token logits [B, T, V]."""
+        return self.lm_head(self.hidden_states(input_ids, attention_mask, cache)[-1])
+
+    def loss(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Mean cross-entropy of predicting each token from the ones before it (padding targets ignored)."""
+        logits = self(input_ids, attention_mask)[:, :-1]
+        targets = input_ids[:, 1:]
+        if attention_mask is not None:
+            targets = targets.masked_fill(attention_mask[:, 1:] == 0, -100)
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
+
+    @torch.no_grad()
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        max_new_tokens: int,
+        attention_mask: torch.Tensor | None = None,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        greedy: bool = False,
+        generator: torch.Generator | None = None,
+        use_cache: bool = True,
+    ) -> torch.Tensor:
+        """Continue each prompt by ``max_new_tokens`` tokens; returns [B, T + max_new_tokens].
+
+        Batches of prompts of different lengths are left-padded, with their ``attention_mask``. With the KV
+        cache only the newest token is fed to the model at each step; the logits are the same.
+        """
+        self.eval()
+        ids = input_ids
+        if attention_mask is None:
+            attention_mask = torch.ones_like(ids)
+        cache = self.new_cache() if use_cache else None
+        step_ids = ids
+        for _ in range(max_new_tokens):
+            logits = self(step_ids, attention_mask, cache)[:, -1]
+            next_id = sample_next(logits, temperature, top_k, top_p, greedy, generator)
+            ids = torch.cat([ids, next_id[:, None]], dim=1)
+            attention_mask = torch.cat([attention_mask, torch.ones_like(next_id[:, None])], dim=1)
+            step_ids = next_id[:, None] if use_cache else ids
+        return ids
+
+    @torch.no_grad()
+    def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
+        """[n_layer + 1, len(tokens), n_embd]: the embedding layer and each block, a word's BPE pieces averaged.
+
+        Only the words to the left inform each vector: GPT reads left to right.
+        """
+        if self.tokenizer is None:
+            raise ValueError("this GPT has no tokenizer: build it with GPT(config, tokenizer)")
+        ids, word_ids = self.tokenizer.encode_words(tokens)
+        self.eval()
+        states = self.hidden_states(torch.tensor([ids], device=self.wte.weight.device))
+        return mean_pool_pieces(torch.cat(states), word_ids, len(tokens))
+
+
+def sample_next(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    greedy: bool = False,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """One token id per row of logits [B, V]: the most likely, or drawn after temperature, top-k and top-p."""
+    if greedy:
+        return logits.argmax(dim=-1)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        # Nucleus sampling (Holtzman et al. 2020): the fewest most likely tokens whose probability reaches top_p.
+        sorted_logits, order = logits.sort(dim=-1, descending=True)
+        cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+        drop_sorted = (
+            cumulative - sorted_logits.softmax(dim=-1) >= top_p
+        )  # mass before this token already enough
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        logits = logits.masked_fill(drop, float("-inf"))
+    probs = logits.float().softmax(dim=-1)
+    if (
+        generator is not None
+    ):  # draw where the generator lives, so a seed gives the same tokens on any device
+        probs = probs.to(generator.device)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1).to(logits.device)
+
+
+def from_hf(model) -> GPT:
+    """Our GPT with the weights of a Hugging Face ``GPT2LMHeadModel`` (GPT-2's Conv1D weights are transposed)."""
+    c = model.config
+    if c.activation_function not in ("gelu_new", "gelu_pytorch_tanh"):
+        raise ValueError(f"GPT-2 uses the tanh GELU; this model uses {c.activation_function!r}")
+    config = GPTConfig(
+        vocab_size=c.vocab_size,
+        block_size=c.n_positions,
+        n_layer=c.n_layer,
+        n_head=c.n_head,
+        n_embd=c.n_embd,
+        dropout=c.resid_pdrop,
+        layer_norm_eps=c.layer_norm_epsilon,
+    )
+    ours = GPT(config)
+    renames = {
+        "attn.c_attn": "attn.w_qkv",
+        "attn.c_proj": "attn.w_o",
+        "mlp.c_fc": "mlp.w_1",
+        "mlp.c_proj": "mlp.w_2",
+    }
+    state = {}
+    for name, tensor in model.transformer.state_dict().items():
+        if name.endswith((".attn.bias", ".attn.masked_bias")):
+            continue  # old checkpoints store the causal mask as a buffer
+        for hf, our in renames.items():
+            if f".{hf}." in name:
+                name = name.replace(hf, our)
+                if name.endswith(".weight"):
+                    tensor = tensor.t()  # Conv1D stores [in, out]; nn.Linear [out, in]
+                break
+        state[name] = tensor
+    state["lm_head.weight"] = state["wte.weight"]
+    ours.load_state_dict(state, strict=True)
+    return ours.to(model.device)
+
+
+def save(model: GPT, path: str | Path) -> Path:
+    """A safetensors checkpoint holding the weights, the config and the tokenizer."""
+    extra = {"tokenizer": model.tokenizer.to_dict()} if model.tokenizer is not None else {}
+    return save_checkpoint(path, model, model.config, extra)
+
+
+def load(path: str | Path, device: str | torch.device | None = None) -> GPT:
+    def build(config: dict, extra: dict) -> GPT:
+        tokenizer = BPETokenizer.from_dict(extra["tokenizer"]) if "tokenizer" in extra else None
+        return GPT(GPTConfig(**config), tokenizer)
+
+    return load_checkpoint(path, build, device)
