@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import heapq
 import json
+import operator
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
 from pathlib import Path
 
@@ -108,55 +109,9 @@ class BPETokenizer:
             for piece in base._split_special(text)
             for chunk in pretokenize(piece)
         )
-        words = [[base.token_to_id[c] for c in w] for w in word_counts]
-        counts = list(word_counts.values())
-        id_to_token = [base.id_to_token[i] for i in range(base.vocab_size)]
-        token_to_id = dict(base.token_to_id)
-
-        pair_counts: Counter = Counter()
-        where = defaultdict(set)  # pair -> the words it occurs in
-        for i, w in enumerate(words):
-            for pair in pairwise(w):
-                pair_counts[pair] += counts[i]
-                where[pair].add(i)
-        # A max-heap on (count, smaller pair first); entries go stale as counts fall and are refreshed when popped.
-        heap = [(-c, pair) for pair, c in pair_counts.items()]
-        heapq.heapify(heap)
-
-        merges = []
-        bar = tqdm(total=vocab_size - len(token_to_id), desc="BPE merges", disable=not progress)
-        while len(token_to_id) < vocab_size and heap:
-            neg, pair = heapq.heappop(heap)
-            if -neg != pair_counts[pair]:
-                if pair_counts[pair] > 0:
-                    heapq.heappush(heap, (-pair_counts[pair], pair))
-                continue
-            if -neg < max(1, min_frequency):
-                break
-            new = id_to_token[pair[0]] + id_to_token[pair[1]]
-            if new not in token_to_id:
-                token_to_id[new] = len(id_to_token)
-                id_to_token.append(new)
-                bar.update()
-            new_id = token_to_id[new]
-            merges.append((id_to_token[pair[0]], id_to_token[pair[1]]))
-            grown = set()
-            for i in where.pop(pair):
-                w = words[i]
-                before = Counter(pairwise(w))
-                words[i] = w = _merge(w, pair, new_id)
-                after = Counter(pairwise(w))
-                for p in before | after:
-                    delta = after[p] - before[p]
-                    if delta:
-                        pair_counts[p] += delta * counts[i]
-                    if delta > 0:
-                        where[p].add(i)
-                        grown.add(p)
-            del pair_counts[pair]
-            for p in grown:
-                heapq.heappush(heap, (-pair_counts[p], p))
-        bar.close()
+        symbols = {tuple(w): n for w, n in word_counts.items()}
+        tokens = [base.id_to_token[i] for i in range(base.vocab_size)]
+        merges = learn_merges(symbols, tokens, vocab_size, min_frequency, progress=progress)
         return cls(merges, special_tokens)
 
     def _split_special(self, text: str) -> list[str]:
@@ -227,6 +182,72 @@ class BPETokenizer:
     def load(cls, path: str | Path) -> BPETokenizer:
         with open(path, encoding="utf-8") as f:
             return cls.from_dict(json.load(f))
+
+
+def learn_merges(
+    words: dict[tuple[str, ...], int],
+    tokens: list[str],
+    vocab_size: int,
+    min_frequency: int = 2,
+    join: Callable[[str, str], str] = operator.add,
+    progress: bool = True,
+) -> list[tuple[str, str]]:
+    """BPE training: merge the most frequent adjacent pair of symbols until ``tokens`` has ``vocab_size`` entries.
+
+    words: each word as a tuple of initial symbols, with its count. tokens: the initial vocabulary, in id order
+    (every symbol of ``words`` in it); extended in place. ``join`` makes the new symbol of a pair. As in HF
+    ``tokenizers``, ties go to the pair with smaller ids and training stops below ``min_frequency``.
+    """
+    token_to_id = {t: i for i, t in enumerate(tokens)}
+    seqs = [[token_to_id[c] for c in w] for w in words]
+    counts = list(words.values())
+    pair_counts: Counter = Counter()
+    where = defaultdict(set)  # pair -> the words it occurs in
+    for i, w in enumerate(seqs):
+        for pair in pairwise(w):
+            pair_counts[pair] += counts[i]
+            where[pair].add(i)
+    # A max-heap on (count, smaller pair first); entries go stale as counts fall and are refreshed when popped.
+    heap = [(-c, pair) for pair, c in pair_counts.items()]
+    heapq.heapify(heap)
+
+    merges = []
+    bar = tqdm(total=vocab_size - len(tokens), desc="merges", disable=not progress)
+    while len(tokens) < vocab_size and heap:
+        neg, pair = heapq.heappop(heap)
+        if -neg != pair_counts[pair]:
+            if pair_counts[pair] > 0:
+                heapq.heappush(heap, (-pair_counts[pair], pair))
+            continue
+        if -neg < max(1, min_frequency):
+            break
+        new = join(tokens[pair[0]], tokens[pair[1]])
+        if (
+            new not in token_to_id
+        ):  # a merge can rebuild a symbol an earlier merge made: it keeps its id
+            token_to_id[new] = len(tokens)
+            tokens.append(new)
+            bar.update()
+        new_id = token_to_id[new]
+        merges.append((tokens[pair[0]], tokens[pair[1]]))
+        grown = set()
+        for i in where.pop(pair):
+            w = seqs[i]
+            before = Counter(pairwise(w))
+            seqs[i] = w = _merge(w, pair, new_id)
+            after = Counter(pairwise(w))
+            for p in before | after:
+                delta = after[p] - before[p]
+                if delta:
+                    pair_counts[p] += delta * counts[i]
+                if delta > 0:
+                    where[p].add(i)
+                    grown.add(p)
+        del pair_counts[pair]
+        for p in grown:
+            heapq.heappush(heap, (-pair_counts[p], p))
+    bar.close()
+    return merges
 
 
 def _merge(word: list, pair: tuple, new) -> list:
