@@ -1,0 +1,273 @@
+"""BERT: a bidirectional transformer encoder pre-trained by masked language modelling and next-sentence
+prediction (Devlin et al. 2019).
+
+Token + position + segment embeddings, LayerNorm and dropout; a stack of post-LN blocks (self-attention over
+the whole sentence, no causal mask, and a GELU feed-forward network); a pooler (dense + tanh on [CLS]). The
+pre-training heads: the MLM transform (dense, GELU, LayerNorm) then a decoder tied to the token embedding plus
+a bias, and the NSP classifier on the pooled output. ``from_hf`` loads Hugging Face BERT weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .checkpoint import load_checkpoint, save_checkpoint
+from .embedding import mean_pool_pieces
+from .transformer import FeedForward, MultiHeadSelfAttention, init_weights, padding_mask
+from .wordpiece import WordPieceTokenizer
+
+CHECKPOINT = Path(__file__).parent / "checkpoints" / "bert.safetensors"
+
+
+@dataclass
+class BertConfig:
+    """The course's tiny BERT by default; ``base()`` and ``large()`` are the paper's two sizes."""
+
+    vocab_size: int = 2048
+    hidden_size: int = 128
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 4
+    intermediate_size: int = 512
+    max_position_embeddings: int = 128
+    type_vocab_size: int = 2
+    dropout: float = 0.1  # on embeddings, attention weights and every sub-layer's output
+    layer_norm_eps: float = 1e-12
+
+    @classmethod
+    def base(cls) -> BertConfig:
+        return cls(30522, 768, 12, 12, 3072, 512)
+
+    @classmethod
+    def large(cls) -> BertConfig:
+        return cls(30522, 1024, 24, 16, 4096, 512)
+
+
+@dataclass
+class BertOutput:
+    last_hidden_state: torch.Tensor  # [B, T, H]
+    pooler_output: torch.Tensor  # [B, H]
+    hidden_states: list[torch.Tensor] | None = (
+        None  # embeddings, then each block: num_hidden_layers + 1 of [B, T, H]
+    )
+    prediction_logits: torch.Tensor | None = None  # [B, T, V], BertForPreTraining only
+    seq_relationship_logits: torch.Tensor | None = (
+        None  # [B, 2]: is B the sentence after A? (0 = yes)
+    )
+    loss: torch.Tensor | None = None
+
+
+class Embeddings(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(
+            config.type_vocab_size, config.hidden_size
+        )  # the segment A/B
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(input_ids.size(1), device=input_ids.device)
+        x = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(positions)
+            + self.token_type_embeddings(token_type_ids)
+        )
+        return self.dropout(self.layer_norm(x))
+
+
+class Layer(nn.Module):
+    """Post-LN, as in the Transformer: x = LayerNorm(x + Sublayer(x)), for attention then the FFN."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        h = config.hidden_size
+        self.attn = MultiHeadSelfAttention(h, config.num_attention_heads, config.dropout)
+        self.ln_1 = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.ffn = FeedForward(h, config.intermediate_size, config.dropout, approximate="none")
+        self.ln_2 = nn.LayerNorm(h, eps=config.layer_norm_eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.ln_1(x + self.attn(x, mask))
+        return self.ln_2(x + self.ffn(x))
+
+
+class Bert(nn.Module):
+    """The encoder with its pooler (Hugging Face's ``BertModel``)."""
+
+    def __init__(self, config: BertConfig, tokenizer: WordPieceTokenizer | None = None):
+        super().__init__()
+        self.config, self.tokenizer = config, tokenizer
+        self.embeddings = Embeddings(config)
+        self.layers = nn.ModuleList(Layer(config) for _ in range(config.num_hidden_layers))
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+        self.apply(init_weights)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+    ) -> BertOutput:
+        """attention_mask: [B, T], 1 for tokens, 0 for padding (never attended to)."""
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        mask = (
+            None if attention_mask is None or attention_mask.all() else padding_mask(attention_mask)
+        )
+        x = self.embeddings(input_ids, token_type_ids)
+        states = [x]
+        for layer in self.layers:
+            x = layer(x, mask)
+            states.append(x)
+        pooled = torch.tanh(self.pooler(x[:, 0]))  # the [CLS] vector, for sentence-level tasks
+        return BertOutput(x, pooled, states if output_hidden_states else None)
+
+    @torch.no_grad()
+    def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
+        """[num_hidden_layers + 1, len(tokens), hidden_size]: each word's WordPiece pieces averaged per layer,
+        [CLS] and [SEP] dropped. Every vector sees the whole sentence, left and right."""
+        if self.tokenizer is None:
+            raise ValueError("this BERT has no tokenizer: build it with Bert(config, tokenizer)")
+        enc = self.tokenizer.encode_words(tokens)
+        self.eval()
+        ids = torch.tensor([enc.input_ids], device=self.pooler.weight.device)
+        states = self(ids, output_hidden_states=True).hidden_states
+        return mean_pool_pieces(torch.cat(states), enc.word_ids, len(tokens))
+
+
+class MLMHead(nn.Module):
+    """Predicts the masked tokens: transform (dense, GELU, LayerNorm), then the tied decoder plus a bias."""
+
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.decoder.weight = word_embeddings.weight
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.layer_norm(F.gelu(self.dense(x)))) + self.bias
+
+
+class BertForPreTraining(nn.Module):
+    """BERT with its two pre-training heads; loss = MLM cross-entropy (labels -100 ignored) + NSP cross-entropy."""
+
+    def __init__(self, config: BertConfig, tokenizer: WordPieceTokenizer | None = None):
+        super().__init__()
+        self.config = config
+        self.bert = Bert(config, tokenizer)
+        self.mlm = MLMHead(config, self.bert.embeddings.word_embeddings)
+        self.nsp = nn.Linear(config.hidden_size, 2)
+        self.mlm.apply(init_weights)
+        self.nsp.apply(init_weights)
+
+    @property
+    def tokenizer(self) -> WordPieceTokenizer | None:
+        return self.bert.tokenizer
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        next_sentence_label: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+    ) -> BertOutput:
+        """labels: [B, T], the original token at masked positions and -100 elsewhere; next_sentence_label: [B]."""
+        out = self.bert(input_ids, token_type_ids, attention_mask, output_hidden_states)
+        out.prediction_logits = self.mlm(out.last_hidden_state)
+        out.seq_relationship_logits = self.nsp(out.pooler_output)
+        if labels is not None:
+            out.loss = F.cross_entropy(
+                out.prediction_logits.flatten(0, 1), labels.flatten(), ignore_index=-100
+            )
+        if next_sentence_label is not None:
+            nsp = F.cross_entropy(out.seq_relationship_logits, next_sentence_label)
+            out.loss = nsp if out.loss is None else out.loss + nsp
+        return out
+
+    def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
+        return self.bert.embed_sentence(tokens)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of parameters, a tied weight counted once."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def from_hf(model) -> Bert | BertForPreTraining:
+    """Our model with the weights of a Hugging Face ``BertModel`` (-> ``Bert``) or ``BertForPreTraining``."""
+    c = model.config
+    if c.hidden_act != "gelu":
+        raise ValueError(f"BERT uses the exact GELU; this model uses {c.hidden_act!r}")
+    config = BertConfig(
+        c.vocab_size, c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.intermediate_size,
+        c.max_position_embeddings, c.type_vocab_size, c.hidden_dropout_prob, c.layer_norm_eps,
+    )  # fmt: skip
+    pretraining = hasattr(model, "cls")
+    hf_bert = model.bert if pretraining else model
+    if hf_bert.pooler is None:
+        raise ValueError("the Hugging Face model has no pooler (add_pooling_layer=False)")
+    ours = BertForPreTraining(config) if pretraining else Bert(config)
+    bert = ours.bert if pretraining else ours
+
+    def copy(dst: nn.Module, src: nn.Module) -> None:
+        dst.load_state_dict(src.state_dict())
+
+    e, he = bert.embeddings, hf_bert.embeddings
+    for name in ("word_embeddings", "position_embeddings", "token_type_embeddings"):
+        copy(getattr(e, name), getattr(he, name))
+    copy(e.layer_norm, he.LayerNorm)
+    with torch.no_grad():
+        for layer, hl in zip(bert.layers, hf_bert.encoder.layer):
+            s = hl.attention.self
+            layer.attn.w_qkv.weight.copy_(torch.cat([s.query.weight, s.key.weight, s.value.weight]))
+            layer.attn.w_qkv.bias.copy_(torch.cat([s.query.bias, s.key.bias, s.value.bias]))
+            copy(layer.attn.w_o, hl.attention.output.dense)
+            copy(layer.ln_1, hl.attention.output.LayerNorm)
+            copy(layer.ffn.w_1, hl.intermediate.dense)
+            copy(layer.ffn.w_2, hl.output.dense)
+            copy(layer.ln_2, hl.output.LayerNorm)
+        copy(bert.pooler, hf_bert.pooler.dense)
+        if pretraining:
+            p = model.cls.predictions
+            copy(ours.mlm.dense, p.transform.dense)
+            copy(ours.mlm.layer_norm, p.transform.LayerNorm)
+            ours.mlm.bias.copy_(p.bias)
+            copy(ours.nsp, model.cls.seq_relationship)
+    return ours.to(model.device)
+
+
+def save(model: BertForPreTraining, path: str | Path) -> Path:
+    """A safetensors checkpoint holding the weights, the config and the WordPiece vocabulary."""
+    extra = (
+        {"vocab": model.tokenizer.vocab, "lowercase": model.tokenizer.lowercase}
+        if model.tokenizer
+        else {}
+    )
+    return save_checkpoint(path, model, model.config, extra)
+
+
+def load(path: str | Path, device: str | torch.device | None = None) -> BertForPreTraining:
+    def build(config: dict, extra: dict) -> BertForPreTraining:
+        tokenizer = (
+            WordPieceTokenizer(extra["vocab"], extra["lowercase"]) if "vocab" in extra else None
+        )
+        return BertForPreTraining(BertConfig(**config), tokenizer)
+
+    return load_checkpoint(path, build, device)
+
+
+def pretrained(device: str | torch.device | None = None) -> BertForPreTraining:
+    """The course's small BERT, trained by ``python -m word2bert.scripts.pretrain_bert`` (see checkpoints/bert.md)."""
+    return load(CHECKPOINT, device)
