@@ -21,6 +21,8 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .embedding import mean_pool_pieces
 from .transformer import FeedForward, KVCache, MultiHeadSelfAttention, init_weights, padding_mask
 
+CHECKPOINT = Path(__file__).parent / "checkpoints" / "gpt.safetensors"
+
 
 @dataclass
 class GPTConfig:
@@ -260,3 +262,8 @@ def load(path: str | Path, device: str | torch.device | None = None) -> GPT:
         return GPT(GPTConfig(**config), tokenizer)
 
     return load_checkpoint(path, build, device)
+
+
+def pretrained(device: str | torch.device | None = None) -> GPT:
+    """The course's small GPT, trained by ``python -m word2bert.scripts.train_gpt`` (see checkpoints/gpt.md)."""
+    return load(CHECKPOINT, device)

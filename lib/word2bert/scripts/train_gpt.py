@@ -1,0 +1,283 @@
+"""Train the course's small GPT on the toy world and WordNet: byte-level BPE vocabulary, next-token loss, model card.
+
+    python -m word2bert.scripts.train_gpt            # the committed checkpoint (CPU, about ten minutes)
+    python -m word2bert.scripts.train_gpt --num-tokens 20000 --steps 20 --layers 1 --out /tmp/gpt.safetensors
+
+The documents are joined into one stream of BPE tokens, separated by ``<|endoftext|>`` (as GPT-2's WebText), and
+cut into windows of ``--block-size`` tokens. Two held-out sets are scored: documents of the same mixture the
+model never saw, and documents written from the toy world's held-out templates (sentences of new shapes).
+Writes the checkpoint (tokenizer in its metadata) and its model card (``gpt.md`` next to it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from word2bert import gpt
+from word2bert.bpe import ENDOFTEXT, BPETokenizer
+from word2bert.data import ToyWorld, pretraining_documents
+from word2bert.device import resolve, seed_everything
+from word2bert.gpt import GPT, GPTConfig
+from word2bert.training import TrainConfig, train
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    data = p.add_argument_group("data")
+    data.add_argument(
+        "--num-tokens", type=int, default=1_000_000, help="words of pre-training text"
+    )
+    data.add_argument(
+        "--wordnet-fraction", type=float, default=0.25, help="share of WordNet glosses and examples"
+    )
+    data.add_argument(
+        "--eval-fraction", type=float, default=0.02, help="documents held out for the loss"
+    )
+    data.add_argument(
+        "--vocab-size", type=int, default=2048, help="BPE vocabulary size (with 256 bytes)"
+    )
+    model = p.add_argument_group("model")
+    model.add_argument("--layers", type=int, default=4)
+    model.add_argument("--hidden", type=int, default=128)
+    model.add_argument("--heads", type=int, default=4)
+    model.add_argument("--block-size", type=int, default=64)
+    model.add_argument(
+        "--post-ln", action="store_true", help="GPT-1's post-LN block instead of GPT-2's pre-LN"
+    )
+    training = p.add_argument_group("training")
+    training.add_argument("--steps", type=int, default=600)
+    training.add_argument("--batch-size", type=int, default=32)
+    training.add_argument("--lr", type=float, default=2e-3)
+    training.add_argument("--warmup-steps", type=int, default=60)
+    training.add_argument("--weight-decay", type=float, default=0.1)
+    # The text is read about once, so there is little to over-fit: no dropout.
+    training.add_argument("--dropout", type=float, default=0.0)
+    training.add_argument("--seed", type=int, default=0)
+    training.add_argument(
+        "--threads", type=int, default=None, help="CPU threads (default: torch's choice)"
+    )
+    training.add_argument(
+        "--device", default=None, help="cuda, mps or cpu (default: the best available)"
+    )
+    out = p.add_argument_group("output")
+    out.add_argument(
+        "--out", type=Path, default=gpt.CHECKPOINT, help="the checkpoint (.safetensors)"
+    )
+    out.add_argument(
+        "--probes",
+        action="store_true",
+        help="score the sense probe (left and right cues) for the card",
+    )
+    out.add_argument("--no-card", action="store_true", help="do not write the model card")
+    return p.parse_args(argv)
+
+
+def document_text(document: list[list[str]]) -> str:
+    """A tokenised document as plain text: words joined by spaces."""
+    return " ".join(" ".join(sentence) for sentence in document)
+
+
+def token_stream(tokenizer: BPETokenizer, documents: list[list[list[str]]]) -> torch.Tensor:
+    """All documents as one stream of token ids, each followed by ``<|endoftext|>``."""
+    eot = tokenizer.token_to_id[ENDOFTEXT]
+    ids: list[int] = []
+    for document in documents:
+        ids += tokenizer.encode(document_text(document))
+        ids.append(eot)
+    return torch.tensor(ids)
+
+
+def windows(stream: torch.Tensor, block_size: int) -> torch.Tensor:
+    """[N, block_size]: the stream cut into consecutive windows (the remainder dropped)."""
+    n = len(stream) // block_size
+    if n == 0:
+        raise ValueError(f"{len(stream)} tokens make no window of block_size={block_size}")
+    return stream[: n * block_size].view(n, block_size)
+
+
+@torch.no_grad()
+def evaluate(model: GPT, data: torch.Tensor, batch_size: int, device: torch.device) -> float:
+    """Mean next-token cross-entropy over the windows in ``data`` (every predicted token counts once)."""
+    model.eval()
+    total = 0.0
+    for i in range(0, len(data), batch_size):
+        batch = data[i : i + batch_size].to(device)
+        total += model.loss(batch).item() * len(batch)
+    return total / len(data)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    device = resolve(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    started = time.time()
+    generator = seed_everything(args.seed)
+
+    docs = pretraining_documents(args.num_tokens, args.wordnet_fraction, seed=args.seed)
+    n_eval = max(1, int(len(docs) * args.eval_fraction))
+    train_docs, eval_docs = docs[n_eval:], docs[:n_eval]
+    tokenizer = BPETokenizer.train(map(document_text, train_docs), args.vocab_size)
+    train_windows = windows(token_stream(tokenizer, train_docs), args.block_size)
+    held_out = {
+        "held-out documents": windows(token_stream(tokenizer, eval_docs), args.block_size),
+        "held-out templates": windows(
+            token_stream(
+                tokenizer, ToyWorld(args.seed).corpus(max(2000, args.num_tokens // 100), "heldout")
+            ),
+            args.block_size,
+        ),
+    }
+    order = torch.randperm(len(train_windows), generator=generator)
+    batches = [
+        train_windows[order[i : i + args.batch_size]] for i in range(0, len(order), args.batch_size)
+    ]
+
+    config = GPTConfig(
+        vocab_size=tokenizer.vocab_size, block_size=args.block_size, n_layer=args.layers, n_head=args.heads,
+        n_embd=args.hidden, dropout=args.dropout, post_ln=args.post_ln,
+    )  # fmt: skip
+    model = GPT(config, tokenizer)
+    train_config = TrainConfig(
+        steps=args.steps, lr=args.lr, weight_decay=args.weight_decay, betas=(0.9, 0.95),
+        warmup_steps=args.warmup_steps, schedule="cosine",
+    )  # fmt: skip
+    model.to(device)
+    initial = {
+        name: evaluate(model, data, args.batch_size, device) for name, data in held_out.items()
+    }
+    history = train(model, batches, lambda m, b: m.loss(b), train_config, device, desc="GPT")
+    final = {
+        name: evaluate(model, data, args.batch_size, device) for name, data in held_out.items()
+    }
+    gpt.save(model, args.out)
+
+    tail = history[-max(1, len(history) // 10) :]
+    metrics = {
+        "device": str(device),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "train_words": sum(len(s) for d in train_docs for s in d),
+        "train_tokens": train_windows.numel(),
+        "epochs": args.steps * args.batch_size / len(train_windows),
+        "vocab_size": tokenizer.vocab_size,
+        "history": history,
+        "final_train_loss": sum(tail) / len(tail),
+        "initial_loss": initial,
+        "loss": final,
+        "perplexity": {name: math.exp(loss) for name, loss in final.items()},
+        "minutes": (time.time() - started) / 60,
+        "checkpoint_bytes": Path(args.out).stat().st_size,
+    }
+    if args.probes:
+        from word2bert.probes import sense_probe
+
+        metrics["probes"] = {
+            cue: {"mean": r.mean, "std": r.std}
+            for cue in ("left", "right")
+            for r in [sense_probe(model, cue=cue)]
+        }
+    if not args.no_card:
+        write_card(args, argv, config, train_config, metrics, model)
+    print(
+        json.dumps({k: metrics[k] for k in ("final_train_loss", "loss", "perplexity", "minutes")})
+    )
+    return metrics
+
+
+def write_card(
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    config: GPTConfig,
+    train_config: TrainConfig,
+    metrics: dict,
+    model: GPT,
+) -> Path:
+    """``gpt.md`` next to the checkpoint: data, configuration, the exact command, metrics, a sample."""
+    command = " ".join(
+        [
+            "python -m word2bert.scripts.train_gpt",
+            *map(shlex.quote, sys.argv[1:] if argv is None else argv),
+        ]
+    )
+    prompt = "the bank"
+    ids = torch.tensor([model.tokenizer.encode(prompt)], device=model.wte.weight.device)
+    sample = model.generate(ids, 24, temperature=0.8, generator=torch.Generator().manual_seed(0))
+    text = model.tokenizer.decode(sample[0].tolist()).split(ENDOFTEXT)[0]
+    lines = [
+        "# Model card: the course's small GPT (`gpt.safetensors`)",
+        "",
+        (
+            "Loaded by `word2bert.gpt.pretrained()`: a decoder-only `GPT` (pre-LN, GPT-2's block) with its byte-level "
+            "BPE tokenizer in the checkpoint's metadata. For teaching only."
+        ),
+        "",
+        "## Data",
+        (
+            f"- {metrics['train_words']:,} words of training documents from `word2bert.data.pretraining_documents("
+            f"{args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, seed={args.seed})`: the toy world's training "
+            "templates plus WordNet 3.0 glosses and usage examples (toy world only when WordNet is absent); "
+            f"{args.eval_fraction:.0%} of the documents held out."
+        ),
+        (
+            f"- Byte-level BPE vocabulary of {metrics['vocab_size']} tokens (256 bytes, `{ENDOFTEXT}`, merges) trained "
+            f"on the training documents; {metrics['train_tokens']:,} training tokens in windows of {args.block_size}, "
+            f"read {metrics['epochs']:.2f} times."
+        ),
+        "",
+        "## Configuration",
+        f"- Model: `{config}`, {metrics['parameters']:,} parameters, {metrics['checkpoint_bytes'] / 1e6:.1f} MB.",
+        (
+            f"- Training: `{train_config}`, batch {args.batch_size}; AdamW with weight-decay groups, linear warm-up then "
+            "cosine decay, gradient clipping at 1.0."
+        ),
+        (
+            f"- Device `{metrics['device']}`, {metrics['minutes']:.1f} minutes in all (data, tokenizer, training, "
+            "evaluation)."
+        ),
+        "",
+        "## Command",
+        "```bash",
+        command,
+        "```",
+        "",
+        "## Metrics (next-token cross-entropy in nats per BPE token)",
+        f"- Final training loss (mean of the last 10% of steps): {metrics['final_train_loss']:.3f}",
+    ]
+    for name, loss in metrics["loss"].items():
+        lines.append(
+            f"- {name.capitalize()}: loss {loss:.3f}, perplexity {metrics['perplexity'][name]:.1f} "
+            f"(untrained: {metrics['initial_loss'][name]:.3f})"
+        )
+    for cue, p in metrics.get("probes", {}).items():
+        cells = ", ".join(
+            f"L{i} {m:.3f} ± {s:.3f}" for i, (m, s) in enumerate(zip(p["mean"], p["std"]))
+        )
+        lines.append(
+            f"- Sense probe, {cue} cues (held-out templates, seeds 0-2, per layer): {cells}"
+        )
+    lines += [
+        "",
+        f'Sample (prompt "{prompt}", temperature 0.8, seed 0): {text!r}',
+        "",
+        (
+            "Re-running the command on a CPU gives these numbers up to small floating-point differences (thread counts "
+            "change the order of sums)."
+        ),
+    ]
+    path = Path(args.out).with_suffix(".md")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    main()
