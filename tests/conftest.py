@@ -1,0 +1,81 @@
+"""Shared fixtures. `built_book`: the book built once per test run, shared by every pytest-xdist worker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+ROOT = Path(__file__).resolve().parents[1]
+# The folder whose _config.yml/_toc.yml are built; W2B_BOOK_DIR points the book tests at a scratch copy.
+BOOK_DIR = Path(os.environ.get("W2B_BOOK_DIR", ROOT)).resolve()
+BUILD_TIMEOUT_S = 30 * 60
+
+
+def current_run_id() -> str:
+    """One id per `pytest` invocation, the same on every xdist worker (xdist shares PYTEST_XDIST_TESTRUNUID;
+    without xdist, the first call makes one up and keeps it in the environment)."""
+    return os.environ.get("PYTEST_XDIST_TESTRUNUID") or os.environ.setdefault(
+        "W2B_TEST_RUN_ID", uuid.uuid4().hex
+    )
+
+
+def _jupyter_book() -> str:
+    here = Path(sys.executable).with_name("jupyter-book")
+    return str(here if here.exists() else ROOT / ".venv" / "bin" / "jupyter-book")
+
+
+def build_book(book_dir: Path = BOOK_DIR) -> Path:
+    """Build the book unless this test run has built it already; return `_build/html`.
+
+    A file lock makes the first worker build while the others wait; a marker file holding the run id and the
+    build's exit status lets them reuse its result. A build from an earlier run is rebuilt (every page re-read,
+    but executed notebooks come from the jupyter-cache, so an unchanged book takes a minute or so).
+    """
+    build = book_dir / "_build"
+    build.mkdir(exist_ok=True)
+    marker, log = build / ".built-by-test-run", build / "book-build.log"
+    with FileLock(str(build / ".book-build.lock")):
+        run_id = current_run_id()
+        done = marker.read_text(encoding="utf-8").split() if marker.exists() else []
+        if not done or done[0] != run_id:
+            # --all: Sphinx re-reads every page, so warnings of pages unchanged since an earlier build are
+            # reported again (executed notebooks still come from the jupyter-cache).
+            cmd = [
+                _jupyter_book(),
+                "build",
+                str(book_dir),
+                "--all",
+                "--warningiserror",
+                "--nitpick",
+                "--keep-going",
+            ]
+            with open(log, "w", encoding="utf-8") as out:
+                rc = subprocess.run(
+                    cmd,
+                    check=False,
+                    cwd=book_dir,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    timeout=BUILD_TIMEOUT_S,
+                ).returncode
+            marker.write_text(f"{run_id} {rc}\n", encoding="utf-8")
+            done = [run_id, str(rc)]
+    if done[1] != "0":
+        tail = log.read_text(encoding="utf-8")[-6000:]
+        pytest.fail(
+            f"`jupyter-book build` failed (exit {done[1]}); the end of {log}:\n{tail}",
+            pytrace=False,
+        )
+    return build / "html"
+
+
+@pytest.fixture(scope="session")
+def built_book() -> Path:
+    """The built site, `_build/html`, built once per test run (see `build_book`)."""
+    return build_book()

@@ -1,0 +1,228 @@
+"""The built book as a reader meets it: every page in the table of contents, every link resolving, figures
+described, exercises downloadable, and no solution or hidden test anywhere on the site."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+from conftest import BOOK_DIR, ROOT
+
+PAGE_SUFFIXES = (".md", ".ipynb")
+# Folders whose pages the book shows; every page under them must be in _toc.yml.
+PAGE_FOLDERS = ("book", "exercises")
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+LINK_ATTRIBUTES = {
+    "a": "href",
+    "link": "href",
+    "img": "src",
+    "script": "src",
+    "source": "src",
+    "iframe": "src",
+}
+EXTERNAL = re.compile(
+    r"^([a-z][a-z0-9+.-]*:|//)", re.IGNORECASE
+)  # http:, https:, mailto:, data:, javascript:, //host
+SHORTEST_SOLUTION_LINE = 25  # shorter solution lines (`return x`) are too common to mean a leak
+
+
+def toc_files(book_dir: Path = BOOK_DIR) -> list[str]:
+    """Every `root`/`file` entry of _toc.yml, as written (a path relative to the book, without suffix)."""
+    toc = yaml.safe_load((book_dir / "_toc.yml").read_text(encoding="utf-8"))
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key in ("root", "file"):
+                if key in node:
+                    found.append(str(node[key]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc)
+    return [re.sub(r"\.(md|ipynb)$", "", f) for f in found]
+
+
+def source_pages(book_dir: Path = BOOK_DIR) -> set[str]:
+    pages = set()
+    for folder in PAGE_FOLDERS:
+        for path in (book_dir / folder).rglob("*"):
+            if path.suffix in PAGE_SUFFIXES and not any(
+                p.startswith((".", "_")) for p in path.parts
+            ):
+                pages.add(path.relative_to(book_dir).with_suffix("").as_posix())
+    return pages
+
+
+def site_files(html: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    return sorted(p for p in html.rglob("*") if p.is_file() and p.suffix in suffixes)
+
+
+def content_pages(html: Path) -> list[Path]:
+    """The site's HTML pages (not the theme's vendored files under _static)."""
+    return [p for p in site_files(html, (".html",)) if "_static" not in p.relative_to(html).parts]
+
+
+@cache
+def soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+@cache
+def anchors(path: Path) -> frozenset[str]:
+    page = soup(path)
+    return frozenset(t["id"] for t in page.find_all(id=True)) | frozenset(
+        t["name"] for t in page.find_all("a", attrs={"name": True})
+    )
+
+
+def local_targets(page: Path):
+    """(tag, url, resolved file, fragment) for every link on `page` that stays on the site."""
+    for tag, attr in LINK_ATTRIBUTES.items():
+        for element in soup(page).find_all(tag, attrs={attr: True}):
+            url = element[attr].strip()
+            if not url or EXTERNAL.match(url):
+                continue
+            parts = urlsplit(url)
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            yield tag, url, target, unquote(parts.fragment)
+
+
+def visible_text(path: Path) -> str:
+    """What a file on the site shows or hands out: an HTML page's text (code highlighting's spans removed),
+    a notebook's cell sources and outputs, any other file as it is."""
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".html":
+        return soup(path).get_text()
+    if path.suffix == ".ipynb":
+        cells = json.loads(raw).get("cells", [])
+        return "\n".join(
+            "".join(c.get("source", ""))
+            + "".join("".join(o.get("text", "")) for o in c.get("outputs", []))
+            for c in cells
+        )
+    return raw
+
+
+def solution_only_lines(root: Path = ROOT) -> set[str]:
+    """Lines of solutions/ inside solution or hidden-test blocks that occur in no file the book may show
+    (book/, exercises/, the library): if one of them is on the site, it came from solutions/."""
+    blocks = set()
+    for nb in (root / "solutions").rglob("*.ipynb"):
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            inside = False
+            for line in "".join(cell["source"]).splitlines():
+                if any(m in line for m in MARKERS):
+                    inside = any(
+                        line.strip().endswith(m) for m in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS")
+                    )
+                elif inside and len(line.strip()) >= SHORTEST_SOLUTION_LINE:
+                    blocks.add(line.strip())
+    public = []
+    for folder in ("book", "exercises", "lib"):
+        public += [
+            p
+            for p in (root / folder).rglob("*")
+            if p.is_file() and p.suffix in (".md", ".ipynb", ".py")
+        ]
+    shown = "\n".join(visible_text(p) for p in public)
+    return {line for line in blocks if line not in shown}
+
+
+def test_no_page_is_orphaned_from_the_toc():
+    listed = set(toc_files())
+    orphans = sorted(source_pages() - listed)
+    assert not orphans, (
+        f"pages in book/ or exercises/ that _toc.yml does not list (never built): {orphans}"
+    )
+    missing = sorted(
+        f for f in listed if not any((BOOK_DIR / f"{f}{s}").exists() for s in PAGE_SUFFIXES)
+    )
+    assert not missing, f"_toc.yml lists pages that do not exist: {missing}"
+
+
+@pytest.mark.book
+def test_every_toc_page_is_built(built_book):
+    unbuilt = [f for f in toc_files() if not (built_book / f"{f}.html").exists()]
+    assert not unbuilt, f"pages in _toc.yml with no HTML page in {built_book}: {unbuilt}"
+    assert (built_book / "index.html").exists()
+
+
+@pytest.mark.book
+def test_every_internal_link_and_anchor_resolves(built_book):
+    broken = []
+    pages = content_pages(built_book)
+    for page in pages:
+        for tag, url, target, fragment in local_targets(page):
+            where = f"{page.relative_to(built_book)}: <{tag}> {url}"
+            if not target.exists():
+                broken.append(f"{where} (no file {target})")
+            elif fragment and target.suffix == ".html" and fragment not in anchors(target):
+                broken.append(f"{where} (no id '{fragment}' in {target.name})")
+    assert len(pages) > 1, f"no pages found in {built_book}"
+    assert not broken, "broken internal links:\n" + "\n".join(broken[:50])
+
+
+@pytest.mark.book
+def test_no_solution_or_hidden_test_reaches_the_site(built_book):
+    leaked_lines = solution_only_lines()
+    leaks = []
+    for path in site_files(built_book, (".html", ".ipynb", ".md", ".txt", ".js", ".json", ".py")):
+        rel = path.relative_to(built_book)
+        if rel.parts[0] == "_static" and path.suffix in (".js", ".json"):
+            continue  # the theme's vendored scripts
+        text = visible_text(path)
+        leaks += [f"{rel}: '{m}'" for m in MARKERS if m in text]
+        leaks += [f"{rel}: solution line {line!r}" for line in leaked_lines if line in text]
+    assert not leaks, "solution text on the built site:\n" + "\n".join(leaks[:30])
+
+
+def exercise_pages() -> list[str]:
+    return sorted(f for f in toc_files() if f.startswith("exercises/"))
+
+
+@pytest.mark.book
+def test_exercises_are_rendered_and_downloadable(built_book):
+    exercises = exercise_pages()
+    assert exercises, "_toc.yml lists no page under exercises/"
+    for name in exercises:
+        page = built_book / f"{name}.html"
+        assert page.exists(), f"exercise {name} was not rendered"
+        downloads = [
+            t for tag, url, t, _ in local_targets(page) if tag == "a" and t.suffix == ".ipynb"
+        ]
+        assert downloads and all(t.exists() for t in downloads), (
+            f"{name}: no working .ipynb download link"
+        )
+        notebook = json.loads(downloads[0].read_text(encoding="utf-8"))
+        source = json.loads((BOOK_DIR / f"{name}.ipynb").read_text(encoding="utf-8"))
+        assert [c["source"] for c in notebook["cells"]] == [c["source"] for c in source["cells"]], (
+            f"{name}: the downloadable notebook differs from the release in exercises/"
+        )
+        assert "Traceback" not in soup(page).get_text(), (
+            f"{name}: the page was executed (its stubs raise)"
+        )
+
+
+@pytest.mark.book
+def test_figures_have_alt_text(built_book):
+    missing = []
+    for page in content_pages(built_book):
+        for img in soup(page).find_all("img"):
+            alt, src = (img.get("alt") or "").strip(), img.get("src", "")
+            # myst-nb falls back to the image's path when a notebook figure was given no alt text
+            if not alt or alt == src or re.search(r"\.(png|svg|jpe?g|gif)$", alt, re.IGNORECASE):
+                missing.append(f"{page.relative_to(built_book)}: {src} (alt={alt!r})")
+    assert not missing, (
+        "figures without alt text (set it in the cell's metadata or the figure):\n"
+        + "\n".join(missing[:30])
+    )

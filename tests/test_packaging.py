@@ -1,0 +1,58 @@
+"""`pip install` of the project builds a wheel that carries the trained checkpoints (Binder, Colab, pip users)."""
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_FILES = ["pyproject.toml", "README.md", "LICENSE", "LICENSE-text"]
+
+
+@pytest.mark.slow
+def test_wheel_includes_checkpoints(tmp_path):
+    # Build from a copy, so that setuptools' build/ and egg-info never land in the working tree, with one
+    # tiny checkpoint of each declared kind added next to whatever checkpoints the repository has.
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in PACKAGE_FILES:
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(
+        ROOT / "lib", src / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
+    checkpoints = src / "lib" / "word2bert" / "checkpoints"
+    checkpoints.mkdir(exist_ok=True)
+    for name in ["tiny-test.safetensors", "tiny-test.json", "tiny-test.md"]:
+        (checkpoints / name).write_bytes(b"tiny test checkpoint\n")
+    expected = {
+        f"word2bert/checkpoints/{p.name}"
+        for p in checkpoints.iterdir()
+        if p.is_file() and p.suffix in {".safetensors", ".json", ".md"}
+    }
+
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            str(src),
+            "-w",
+            str(tmp_path / "wheel"),
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
+    (wheel,) = (tmp_path / "wheel").glob("word2bert-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = expected - names
+    assert not missing, (
+        f"checkpoint files left out of the wheel (package-data in pyproject.toml?): {missing}"
+    )
+    assert "word2bert/__init__.py" in names and "word2bert/data/toyworld.py" in names
