@@ -3,6 +3,7 @@
 from collections import Counter
 
 import pytest
+
 from word2bert.data import (
     NLI_LABELS,
     POLYSEMES,

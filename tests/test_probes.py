@@ -1,0 +1,74 @@
+"""The shared measures: chance for static vectors, perfect scores where the answer is in the vectors."""
+
+import pytest
+import torch
+
+from word2bert.data import SenseOccurrence
+from word2bert.embedding import mean_pool_pieces
+from word2bert.probes import linear_probe_accuracy, nearest_sense_accuracy, pos_probe, sense_probe
+
+
+class Static:
+    """One fixed random vector per word type, like word2vec: the same in every sentence."""
+
+    def __init__(self, dim: int = 8):
+        self.dim, self.table = dim, {}
+
+    def vector(self, word: str) -> torch.Tensor:
+        if word not in self.table:
+            self.table[word] = torch.randn(self.dim, generator=torch.Generator().manual_seed(len(self.table)))
+        return self.table[word]
+
+    def embed_sentence(self, tokens):
+        return torch.stack([self.vector(w) for w in tokens])[None]
+
+
+class Contextual(Static):
+    """Layer 0 static, layer 1 the word plus the mean of its sentence: context decides the sense."""
+
+    def embed_sentence(self, tokens):
+        x = super().embed_sentence(tokens)[0]
+        return torch.stack([x, x + x.mean(0, keepdim=True)])
+
+
+def occ(word, sense):
+    return SenseOccurrence((word,), 0, word, f"{word}.{sense}", "left", "t")
+
+
+def test_nearest_sense_is_perfect_on_separated_clusters_and_chance_on_identical_vectors():
+    train_occ = [occ("w", "a")] * 5 + [occ("w", "b")] * 5
+    train = torch.cat([torch.randn(5, 4) * 0.1 + 5, torch.randn(5, 4) * 0.1 - 5])
+    test_occ = [occ("w", "a"), occ("w", "b")]
+    assert nearest_sense_accuracy(train, train_occ, torch.tensor([[5.0] * 4, [-5.0] * 4]), test_occ) == 1.0
+    same = torch.ones(10, 4)
+    assert nearest_sense_accuracy(same, train_occ, torch.ones(2, 4), test_occ) == 0.5
+
+
+def test_static_vectors_score_exactly_chance_and_context_helps():
+    static = sense_probe(Static(), seeds=(0,), n_train=6, n_test=6)
+    assert static.mean == [0.5], "a static vector cannot tell senses apart: ties give chance on balanced senses"
+    ctx = sense_probe(Contextual(16), seeds=(0, 1), n_train=20, n_test=20)
+    assert ctx.scores.shape == (2, 2)
+    assert ctx.mean[1] > 0.58 and ctx.best_layer() == 1, f"context should beat chance: {ctx}"
+
+
+def test_linear_probe_separates_separable_classes():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(300, 5, generator=g)
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    assert linear_probe_accuracy(x[:200], y[:200], x[200:], y[200:], num_classes=4) > 0.9
+    assert linear_probe_accuracy(x[:200], y[torch.randperm(300, generator=g)][:200], x[200:], y[200:], 4) < 0.5
+
+
+def test_pos_probe_shapes_and_static_vectors_learn_tags():
+    result = pos_probe(Static(16), seeds=(0,), n_train=60, n_test=60)
+    assert result.scores.shape == (1, 1)
+    assert result.mean[0] > 0.5, "a word's identity predicts its tag most of the time"
+
+
+def test_mean_pool_pieces_averages_and_skips_specials():
+    states = torch.arange(12.0).reshape(1, 4, 3)
+    out = mean_pool_pieces(states, [None, 0, 0, 1], 2)
+    torch.testing.assert_close(out, torch.tensor([[[4.5, 5.5, 6.5], [9.0, 10.0, 11.0]]]))
+    with pytest.raises(ValueError, match="no pieces"):
+        mean_pool_pieces(states, [None, 0, 0, 0], 2)
