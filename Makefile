@@ -29,8 +29,9 @@ book: setup ## Build the book (executes every notebook) into _build/html
 	$(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going
 	@echo "Book built: _build/html/index.html"
 
+# One torch thread per pytest worker: JOBS workers on JOBS cores, instead of oversubscribing them.
 test: setup ## Run every test: unit tests, notebooks (nbval), graders, the built book in a browser
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests book --nbval-lax
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests book --nbval-lax
 
 test-fast: setup ## Unit tests only (no notebooks, no book build)
 	$(BIN)/python -m pytest -n $(JOBS) tests -m "not slow and not book"
