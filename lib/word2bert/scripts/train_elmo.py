@@ -1,0 +1,181 @@
+"""Train the course's small ELMo on the toy world and WordNet: word vocabulary, biLM loss, probes, model card.
+
+    python -m word2bert.scripts.train_elmo           # the committed checkpoint (CPU, about ten minutes)
+    python -m word2bert.scripts.train_elmo --num-tokens 5000 --epochs 1 --dim 16 --out /tmp/elmo.safetensors
+
+Every sentence is read as ``<s> words </s>``. The softmax predicts words of a vocabulary built from the training
+text (rarer words become ``<unk>``); the character encoder reads any word. Perplexity is scored on documents
+written from the toy world's held-out templates (sentences of shapes the model never saw); the sense, WordNet
+sense and part-of-speech probes of ``word2bert.probes`` are scored per layer. Writes the checkpoint (vocabulary
+and metrics in its metadata) and its model card (``elmo.md`` next to it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from word2bert import elmo
+from word2bert.data import ToyWorld, Vocab, WordNet, pretraining_documents, wordnet_available
+from word2bert.device import resolve, seed_everything
+from word2bert.elmo import BiLM, ElmoConfig
+from word2bert.probes import pos_probe, sense_probe, wordnet_sense_probe
+from word2bert.training import TrainConfig
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    data = p.add_argument_group("data")
+    data.add_argument("--num-tokens", type=int, default=300_000, help="words of pre-training text")
+    data.add_argument("--wordnet-fraction", type=float, default=0.25, help="share of WordNet glosses and examples")
+    data.add_argument("--min-count", type=int, default=3, help="rarer words are <unk> for the softmax")
+    data.add_argument("--vocab-size", type=int, default=10_000, help="at most this many output words")
+    model = p.add_argument_group("model")
+    model.add_argument("--dim", type=int, default=128, help="token vectors and LSTM outputs")
+    model.add_argument("--cell-dim", type=int, default=256, help="LSTM memory cells (projected down to --dim)")
+    model.add_argument("--filters", default="1:32,2:32,3:64,4:64,5:64", help="width:count of the character CNN")
+    model.add_argument("--max-characters", type=int, default=16)
+    model.add_argument("--dropout", type=float, default=0.1)
+    training = p.add_argument_group("training")
+    training.add_argument("--epochs", type=float, default=2.0)
+    training.add_argument("--batch-size", type=int, default=64)
+    training.add_argument("--lr", type=float, default=3e-3)
+    training.add_argument("--warmup-steps", type=int, default=100)
+    training.add_argument("--seed", type=int, default=0)
+    training.add_argument("--device", default=None, help="cuda, mps or cpu (default: the best available)")
+    training.add_argument("--threads", type=int, default=None,
+                          help="CPU threads (1 is fastest on a machine whose cores other jobs share)")
+    out = p.add_argument_group("output")
+    out.add_argument("--out", type=Path, default=elmo.CHECKPOINT, help="the checkpoint (.safetensors)")
+    out.add_argument("--probe-seeds", default="0,1,2", help="toy worlds the probes average over ('' skips them)")
+    out.add_argument("--sense-n", type=int, default=20, help="sense probe: occurrences per sense per split")
+    out.add_argument("--pos-n", type=int, default=300, help="POS probe: sentences per split")
+    out.add_argument("--no-card", action="store_true", help="do not write the model card")
+    return p.parse_args(argv)
+
+
+def parse_filters(text: str) -> list[tuple[int, int]]:
+    """``"1:32,2:64"`` -> ``[(1, 32), (2, 64)]``."""
+    return [tuple(int(x) for x in item.split(":")) for item in text.split(",")]
+
+
+def probe_scores(model: BiLM, args: argparse.Namespace) -> dict:
+    seeds = [int(s) for s in args.probe_seeds.split(",") if s]
+    if not seeds:
+        return {}
+    results = [sense_probe(model, seeds, args.sense_n, args.sense_n), pos_probe(model, seeds, args.pos_n, args.pos_n)]
+    if wordnet_available():
+        results.append(wordnet_sense_probe(model, WordNet().sense_occurrences()))
+    return {r.name: {"mean": r.mean, "std": r.std, "seeds": len(r.scores)} for r in results}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    device = resolve(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    started = time.time()
+    seed_everything(args.seed)
+
+    sentences = [s for d in pretraining_documents(args.num_tokens, args.wordnet_fraction, args.seed) for s in d]
+    held_out = [s for d in ToyWorld(args.seed).corpus(max(2000, args.num_tokens // 20), "heldout") for s in d]
+    vocab = Vocab.build(sentences, min_count=args.min_count, max_size=args.vocab_size)
+    config = ElmoConfig(
+        vocab_size=len(vocab), max_characters=args.max_characters, filters=parse_filters(args.filters),
+        dim=args.dim, cell_dim=args.cell_dim, dropout=args.dropout,
+    )  # fmt: skip
+    model = BiLM(config, vocab).to(device)
+    steps_per_epoch = (len(sentences) + args.batch_size - 1) // args.batch_size
+    train_config = TrainConfig(
+        steps=max(1, round(args.epochs * steps_per_epoch)), lr=args.lr, weight_decay=0.0,
+        warmup_steps=min(args.warmup_steps, steps_per_epoch), schedule="cosine",
+    )  # fmt: skip
+    initial = elmo.perplexity(model, held_out)
+    history = elmo.train(model, sentences, train_config, args.batch_size, args.seed, device)
+    train_minutes = (time.time() - started) / 60
+    tail = history[-max(1, len(history) // 10) :]
+    metrics = {
+        "device": str(device),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "train_words": sum(map(len, sentences)),
+        "sentences": len(sentences),
+        "vocab_size": len(vocab),
+        "steps": train_config.steps,
+        "history": history,
+        "final_train_loss": sum(tail) / len(tail),
+        "initial_perplexity": initial,
+        "perplexity": elmo.perplexity(model, held_out),
+        "train_minutes": train_minutes,
+        "probes": probe_scores(model, args),
+        "minutes": (time.time() - started) / 60,
+    }
+    elmo.save(model, args.out, {"metrics": {k: v for k, v in metrics.items() if k != "history"}})
+    metrics["checkpoint_bytes"] = Path(args.out).stat().st_size
+    if not args.no_card:
+        write_card(args, argv, config, train_config, metrics)
+    print(json.dumps({k: metrics[k] for k in ("final_train_loss", "perplexity", "probes", "minutes")}, indent=1))
+    return metrics
+
+
+def write_card(args: argparse.Namespace, argv: list[str], config: ElmoConfig, train_config: TrainConfig,
+               metrics: dict) -> Path:
+    """``elmo.md`` next to the checkpoint: data, configuration, the exact command, metrics."""
+    command = " ".join(["python -m word2bert.scripts.train_elmo", *map(shlex.quote, argv)])
+    ppl, first = metrics["perplexity"], metrics["initial_perplexity"]
+    lines = [
+        "# Model card: the course's small ELMo (`elmo.safetensors`)",
+        "",
+        ("Loaded by `word2bert.elmo.pretrained()`: a `BiLM` (character CNN, forward and backward 2-layer LSTM "
+         "language models, shared softmax) with its word vocabulary in the checkpoint's metadata. "
+         "`embed_sentence(tokens)` gives 3 layers: the token layer, LSTM 1 and LSTM 2. For teaching only."),
+        "",
+        "## Data",
+        (f"- {metrics['train_words']:,} words in {metrics['sentences']:,} sentences from "
+         f"`word2bert.data.pretraining_documents({args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, "
+         f"seed={args.seed})`: the toy world's training templates plus WordNet 3.0 glosses and usage examples "
+         "(toy world only when WordNet is absent)."),
+        (f"- Output vocabulary: {metrics['vocab_size']:,} words seen at least {args.min_count} times (with the "
+         "special tokens); the character encoder reads UTF-8 bytes, so it needs no vocabulary."),
+        "",
+        "## Configuration",
+        f"- Model: `{config}`, {metrics['parameters']:,} parameters, {metrics['checkpoint_bytes'] / 1e6:.1f} MB.",
+        (f"- Training: `{train_config}`, batch {args.batch_size} sentences, {args.epochs} epochs; AdamW, linear "
+         "warm-up then cosine decay, gradient clipping at 1.0."),
+        (f"- Device `{metrics['device']}`: {metrics['train_minutes']:.1f} minutes of data and training, "
+         f"{metrics['minutes']:.1f} minutes with evaluation."),
+        "",
+        "## Command",
+        "```bash",
+        command,
+        "```",
+        "",
+        "## Metrics",
+        f"- Final training loss (mean of both directions, last 10% of steps): {metrics['final_train_loss']:.3f}",
+        (f"- Perplexity on documents of held-out toy-world templates: forward {ppl['forward']:.1f}, backward "
+         f"{ppl['backward']:.1f}, mean {ppl['mean']:.1f} (untrained: {first['mean']:.0f})"),
+    ]
+    for name, p in metrics["probes"].items():
+        cells = ", ".join(f"L{i} {m:.3f} ± {s:.3f}" for i, (m, s) in enumerate(zip(p["mean"], p["std"])))
+        lines.append(f"- Probe {name} ({p['seeds']} seed(s), per layer, held-out): {cells}")
+    lines += [
+        "",
+        ("Sense probes label each occurrence with the nearest sense centroid (on the toy world chance is 0.5 and a "
+         "static vector such as layer 0 scores exactly 0.5); the WordNet probe is leave-one-out over usage "
+         "examples, with 2 or more senses per word. The POS probe is a "
+         "linear classifier. Re-running the command on a CPU gives these numbers up to small floating-point "
+         "differences (thread counts change the order of sums); the test suite trains only a tiny configuration."),
+    ]
+    path = Path(args.out).with_suffix(".md")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    main()
