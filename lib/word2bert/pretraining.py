@@ -1,0 +1,480 @@
+"""BERT's pre-training (Devlin et al. 2019, section 3.1 and appendix A): the data and the loop.
+
+Two tasks teach the encoder. Masked language modelling (MLM): 15% of the pieces are chosen; 80% of those become
+[MASK], 10% a random piece, 10% stay as they are, and the model predicts the original of each chosen piece.
+Next-sentence prediction (NSP): the input is ``[CLS] A [SEP] B [SEP]`` and the model says whether B followed A
+in the same document (IsNext, label 0) or was taken from another document (NotNext, label 1).
+
+Instances are built as the reference implementation's ``create_pretraining_data.py`` builds them: segments of
+several sentences up to a target length, a random B from another document half of the time (the sentences that
+B would have used are put back), and ``truncate_seq_pair`` trimming the longer segment at a random end. As in
+RoBERTa, masks are drawn afresh every time a batch is made (dynamic masking), so each epoch sees new ones.
+
+The loop (``pretrain``) runs on one process or under ``torchrun`` with DistributedDataParallel: gloo on the CPU,
+NCCL on GPUs, a DistributedSampler giving each rank its share, bf16 autocast on GPUs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import os
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSampler
+from tqdm import tqdm
+
+from .device import resolve
+from .training import TrainConfig, make_optimizer, to_device, train_step
+from .wordpiece import PREFIX, WordPieceTokenizer
+
+IS_NEXT, NOT_NEXT = 0, 1
+
+# --- masked language modelling ---------------------------------------------------------------------------------
+
+
+def mask_tokens(
+    input_ids: torch.Tensor,
+    special_tokens_mask: torch.Tensor,
+    *,
+    vocab_size: int,
+    mask_token_id: int,
+    mlm_probability: float = 0.15,
+    generator: torch.Generator | None = None,
+    word_starts: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's masking of a batch [B, T]: returns new ``(corrupted_ids, labels)``; ``input_ids`` is untouched.
+
+    Each position that is not special is chosen with probability ``mlm_probability``; labels hold the original
+    id there and -100 elsewhere. A chosen position becomes [MASK] (80%), a uniformly random id (10%) or stays
+    (10%). With ``word_starts`` (True at the first piece of every word, and at special tokens) whole words are
+    chosen: every piece takes the draw of its word's first piece (whole-word masking, BERT's 2019 update).
+    All randomness comes from ``generator`` (drawn on its device, so a seed gives the same masks anywhere).
+    """
+    gen_device = generator.device if generator is not None else torch.device("cpu")
+    shape = input_ids.shape
+
+    def coin(p: float) -> torch.Tensor:
+        return torch.bernoulli(torch.full(shape, p, device=gen_device), generator=generator).bool()
+
+    chosen = coin(mlm_probability)
+    if word_starts is not None:
+        positions = torch.arange(shape[-1], device=gen_device).expand(shape)
+        start_of_word = torch.where(word_starts.to(gen_device), positions, 0).cummax(dim=-1).values
+        chosen = chosen.gather(-1, start_of_word)
+    chosen = chosen.to(input_ids.device) & ~special_tokens_mask.bool()
+    to_mask = coin(0.8).to(input_ids.device) & chosen
+    to_random = coin(0.5).to(input_ids.device) & chosen & ~to_mask  # half of the remaining 20%
+    random_ids = torch.randint(vocab_size, shape, generator=generator, device=gen_device).to(input_ids.device)
+
+    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, -100))
+    corrupted = torch.where(to_mask, torch.full_like(input_ids, mask_token_id), input_ids)
+    corrupted = torch.where(to_random, random_ids, corrupted)
+    return corrupted, labels
+
+
+# --- next-sentence prediction ----------------------------------------------------------------------------------
+
+
+@dataclass
+class PretrainingInstance:
+    """One NSP example before masking: segment A, segment B (lists of piece ids) and whether B is random."""
+
+    tokens_a: list[int]
+    tokens_b: list[int]
+    is_random_next: bool
+
+    @property
+    def next_sentence_label(self) -> int:
+        return NOT_NEXT if self.is_random_next else IS_NEXT
+
+
+def truncate_seq_pair(
+    tokens_a: Sequence, tokens_b: Sequence, max_num_tokens: int, rng: random.Random | None = None
+) -> tuple[list, list]:
+    """Copies of A and B cut to ``max_num_tokens`` together: one piece at a time from the longer (B on a tie),
+    from its front or its back at random with ``rng`` (the reference implementation), from the back without."""
+    a, b = list(tokens_a), list(tokens_b)
+    while len(a) + len(b) > max_num_tokens:
+        longer = a if len(a) > len(b) else b
+        if rng is not None and rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+    return a, b
+
+
+def build_pair_input(
+    tokens_a: Sequence[int], tokens_b: Sequence[int], *, cls_id: int, sep_id: int, max_len: int | None = None
+) -> tuple[list[int], list[int]]:
+    """``(input_ids, token_type_ids)`` of ``[CLS] A [SEP] B [SEP]``: segment 0 up to the first [SEP], then 1.
+    With ``max_len`` the pair is first cut by ``truncate_seq_pair`` to fit."""
+    if max_len is not None:
+        tokens_a, tokens_b = truncate_seq_pair(tokens_a, tokens_b, max_len - 3)
+    input_ids = [cls_id, *tokens_a, sep_id, *tokens_b, sep_id]
+    token_type_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+    return input_ids, token_type_ids
+
+
+def create_instances_from_document(
+    documents: Sequence[Sequence[Sequence[int]]],
+    document_index: int,
+    max_seq_length: int,
+    rng: random.Random,
+    short_seq_prob: float = 0.1,
+) -> list[PretrainingInstance]:
+    """NSP instances from one document, as the reference ``create_instances_from_document``.
+
+    Sentences are gathered into a chunk until it reaches a target length (``max_seq_length - 3``, or with
+    probability ``short_seq_prob`` a shorter random one, so fine-tuning's short inputs are not new). A random
+    split of the chunk gives A; B is the rest of the chunk, or (half of the time, and always when the chunk is one
+    sentence) sentences from a random *other* document, in which case the chunk's unused sentences are put back.
+    ``documents`` hold non-empty sentences of piece ids; at least two documents are needed.
+    """
+    if len(documents) < 2:
+        raise ValueError("next-sentence prediction needs at least two documents (B may come from another one)")
+    document = documents[document_index]
+    max_num_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
+    target_seq_length = max_num_tokens
+    if rng.random() < short_seq_prob:
+        target_seq_length = rng.randint(2, max_num_tokens)
+
+    instances: list[PretrainingInstance] = []
+    chunk: list[Sequence[int]] = []
+    chunk_length = 0
+    i = 0
+    while i < len(document):
+        chunk.append(document[i])
+        chunk_length += len(document[i])
+        if i == len(document) - 1 or chunk_length >= target_seq_length:
+            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+            tokens_a = [t for s in chunk[:a_end] for t in s]
+            is_random_next = len(chunk) == 1 or rng.random() < 0.5
+            tokens_b: list[int] = []
+            if is_random_next:
+                target_b_length = target_seq_length - len(tokens_a)
+                other = rng.randrange(len(documents) - 1)
+                other += other >= document_index  # uniform over the other documents, never this one
+                random_document = documents[other]
+                for sentence in random_document[rng.randrange(len(random_document)) :]:
+                    tokens_b += sentence
+                    if len(tokens_b) >= target_b_length:
+                        break
+                i -= len(chunk) - a_end  # put the unused sentences back
+            else:
+                tokens_b = [t for s in chunk[a_end:] for t in s]
+            tokens_a, tokens_b = truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
+            if tokens_a and tokens_b:
+                instances.append(PretrainingInstance(tokens_a, tokens_b, is_random_next))
+            chunk, chunk_length = [], 0
+        i += 1
+    return instances
+
+
+def create_pretraining_instances(
+    documents: Sequence[Sequence[Sequence[int]]],
+    max_seq_length: int,
+    seed: int = 0,
+    short_seq_prob: float = 0.1,
+    dupe_factor: int = 1,
+) -> list[PretrainingInstance]:
+    """Instances from every document (``dupe_factor`` passes with different splits), shuffled with ``seed``.
+
+    Empty sentences and documents are dropped first. On short documents like ours the reference procedure makes
+    more NotNext than IsNext instances (one-sentence chunks are always NotNext, and the sentences put back after a
+    NotNext make further instances): 58-62% NotNext. The surplus of the larger class is dropped at random, so
+    NSP's labels are balanced and always guessing NotNext scores 50%.
+    """
+    docs = [[list(s) for s in d if len(s)] for d in documents]
+    docs = [d for d in docs if d]
+    rng = random.Random(seed)
+    instances = [
+        instance
+        for _ in range(dupe_factor)
+        for index in range(len(docs))
+        for instance in create_instances_from_document(docs, index, max_seq_length, rng, short_seq_prob)
+    ]
+    by_label = [[x for x in instances if not x.is_random_next], [x for x in instances if x.is_random_next]]
+    n = min(map(len, by_label))
+    instances = [x for group in by_label for x in rng.sample(group, n)]
+    rng.shuffle(instances)
+    return instances
+
+
+def tokenize_documents(
+    tokenizer: WordPieceTokenizer, documents: Sequence[Sequence[Sequence[str]]]
+) -> list[list[list[int]]]:
+    """Documents of word lists -> documents of piece-id lists (no [CLS]/[SEP])."""
+    return [[tokenizer.encode_words(s).input_ids[1:-1] for s in doc] for doc in documents]
+
+
+# --- dataset and collate ---------------------------------------------------------------------------------------
+
+
+class PretrainingDataset(Dataset):
+    """The NSP instances; masking happens in ``PretrainingCollator``, anew for every batch."""
+
+    def __init__(self, instances: Sequence[PretrainingInstance]):
+        self.instances = list(instances)
+
+    def __len__(self) -> int:
+        return len(self.instances)
+
+    def __getitem__(self, index: int) -> PretrainingInstance:
+        return self.instances[index]
+
+
+class PretrainingCollator:
+    """Pads a list of instances into a batch and masks it with its own generator (dynamic masking).
+
+    Returns input_ids, token_type_ids, attention_mask, labels (MLM, -100 where nothing is predicted) and
+    next_sentence_label, each a tensor with the batch first.
+    """
+
+    def __init__(
+        self,
+        tokenizer: WordPieceTokenizer,
+        mlm_probability: float = 0.15,
+        whole_word_mask: bool = False,
+        seed: int = 0,
+    ):
+        self.tokenizer, self.mlm_probability, self.whole_word_mask = tokenizer, mlm_probability, whole_word_mask
+        self.generator = torch.Generator().manual_seed(seed)
+        self.is_continuation = torch.tensor([t.startswith(PREFIX) for t in tokenizer.vocab])
+        self.special_ids = torch.tensor([tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id])
+
+    def __call__(self, instances: Sequence[PretrainingInstance]) -> dict[str, torch.Tensor]:
+        tok = self.tokenizer
+        pairs = [build_pair_input(x.tokens_a, x.tokens_b, cls_id=tok.cls_id, sep_id=tok.sep_id) for x in instances]
+        T = max(len(ids) for ids, _ in pairs)
+        input_ids = torch.full((len(pairs), T), tok.pad_id)
+        token_type_ids = torch.zeros((len(pairs), T), dtype=torch.long)
+        attention_mask = torch.zeros((len(pairs), T), dtype=torch.long)
+        for row, (ids, types) in enumerate(pairs):
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            token_type_ids[row, : len(ids)] = torch.tensor(types)
+            attention_mask[row, : len(ids)] = 1
+        special = torch.isin(input_ids, self.special_ids)
+        word_starts = ~self.is_continuation[input_ids] if self.whole_word_mask else None
+        corrupted, labels = mask_tokens(
+            input_ids,
+            special,
+            vocab_size=tok.vocab_size,
+            mask_token_id=tok.mask_id,
+            mlm_probability=self.mlm_probability,
+            generator=self.generator,
+            word_starts=word_starts,
+        )
+        return {
+            "input_ids": corrupted,
+            "token_type_ids": token_type_ids,
+            "attention_mask": attention_mask,
+            "labels": labels,
+            "next_sentence_label": torch.tensor([x.next_sentence_label for x in instances]),
+        }
+
+
+# --- the loop --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PretrainConfig:
+    steps: int = 2000
+    batch_size: int = 32  # the global batch: under torchrun each of the N ranks takes batch_size / N
+    lr: float = 1e-3
+    warmup_steps: int = 100  # then linear decay to 0, as BERT
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    mlm_probability: float = 0.15
+    whole_word_mask: bool = False
+    eval_every: int = 200  # MLM and NSP accuracy on the evaluation instances (0: only at the end)
+    checkpoint_every: int = 0  # steps between checkpoints (0: only at the end)
+    seed: int = 0
+
+
+@dataclass
+class PretrainResult:
+    losses: list[float]  # this rank's training loss at every step
+    evals: list[dict] = field(default_factory=list)  # {"step", "loss", "mlm_accuracy", "nsp_accuracy"}
+    final_loss: float = math.nan  # mean training loss of the last tenth of the steps, averaged over ranks
+    world_size: int = 1
+    parameter_digests: list[str] = field(default_factory=list)  # one per rank: equal when the ranks agree
+
+
+class PretrainingObjective(nn.Module):
+    """BERT's pre-training loss, MLM cross-entropy + NSP cross-entropy, with the MLM head run on the masked
+    positions only, as the reference implementation's ``gather_indexes``: on every position, the [B, T, V] logits
+    would cost a small model a third of its compute. Wrapping this module (not the model) in DDP keeps every
+    parameter in sync. Returns (loss, MLM logits [N_masked, V], NSP logits [B, 2])."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+        out = self.model.bert(input_ids, token_type_ids, attention_mask)
+        chosen = labels != -100
+        mlm_logits = self.model.mlm(out.last_hidden_state[chosen]).float()
+        nsp_logits = self.model.nsp(out.pooler_output).float()
+        mlm = F.cross_entropy(mlm_logits, labels[chosen], reduction="sum") / chosen.sum().clamp(min=1)
+        return mlm + F.cross_entropy(nsp_logits, next_sentence_label), mlm_logits, nsp_logits
+
+
+def autocast(device: torch.device):
+    """bf16 mixed precision on GPUs; full precision elsewhere (CPU autocast would only slow the course down)."""
+    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, batches: Sequence[dict], device: str | torch.device | None = None) -> dict:
+    """Loss, MLM accuracy (over masked pieces) and NSP accuracy on already masked batches."""
+    device = resolve(device)
+    was_training = model.training
+    model.eval()
+    objective = PretrainingObjective(model)
+    loss = mlm_hits = mlm_total = nsp_hits = nsp_total = 0.0
+    for batch in batches:
+        batch = to_device(batch, device)
+        with autocast(device):
+            batch_loss, mlm_logits, nsp_logits = objective(**batch)
+        targets = batch["labels"][batch["labels"] != -100]
+        mlm_hits += (mlm_logits.argmax(-1) == targets).sum().item()
+        mlm_total += len(targets)
+        nsp_hits += (nsp_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
+        nsp_total += len(batch["next_sentence_label"])
+        loss += batch_loss.item()
+    model.train(was_training)
+    return {
+        "loss": loss / len(batches),
+        "mlm_accuracy": mlm_hits / max(1, mlm_total),
+        "nsp_accuracy": nsp_hits / max(1, nsp_total),
+    }
+
+
+def eval_batches(
+    instances: Sequence[PretrainingInstance], tokenizer: WordPieceTokenizer, batch_size: int = 64, seed: int = 1234,
+    mlm_probability: float = 0.15,
+) -> list[dict]:
+    """Evaluation batches masked once with a fixed seed, so every evaluation scores the same predictions."""
+    collate = PretrainingCollator(tokenizer, mlm_probability, seed=seed)
+    return [collate(instances[i : i + batch_size]) for i in range(0, len(instances), batch_size)]
+
+
+def init_distributed(device: str | torch.device | None = None) -> tuple[int, int, torch.device]:
+    """(rank, world_size, device). Under ``torchrun`` (WORLD_SIZE > 1) joins the process group: NCCL with one
+    GPU per rank on CUDA, gloo on the CPU. A plain ``python`` run is rank 0 of 1."""
+    device = resolve(device)
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size == 1:
+        return 0, 1, device
+    if device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+def parameter_digest(model: nn.Module) -> str:
+    """A SHA-256 of every parameter's bytes: two ranks in step have the same digest."""
+    h = hashlib.sha256()
+    for name, p in sorted(model.state_dict().items()):
+        h.update(name.encode("utf-8"))
+        h.update(p.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def pretrain(
+    model: nn.Module,
+    instances: Sequence[PretrainingInstance],
+    tokenizer: WordPieceTokenizer,
+    config: PretrainConfig,
+    eval_instances: Sequence[PretrainingInstance] = (),
+    device: str | torch.device | None = None,
+    save: Callable[[nn.Module], object] | None = None,
+) -> PretrainResult:
+    """Pre-train ``model`` (BERT with MLM and NSP heads) for ``config.steps`` updates.
+
+    AdamW with warm-up and linear decay, gradient clipping, a tqdm bar, MLM/NSP accuracy on ``eval_instances``
+    every ``config.eval_every`` steps. Rank 0 calls ``save(model)`` every ``config.checkpoint_every``
+    steps and at the end. Under ``torchrun`` the model is wrapped in DistributedDataParallel, each rank reads its
+    share of every epoch through a DistributedSampler and masks with its own seed.
+    """
+    rank, world_size, device = init_distributed(device)
+    if config.batch_size % world_size:
+        raise ValueError(f"batch_size={config.batch_size} does not split over {world_size} ranks")
+    torch.manual_seed(config.seed)  # the same dropout on a single process; DDP keeps ranks' weights equal anyway
+    model.to(device)
+    objective = PretrainingObjective(model)
+    if world_size > 1:
+        objective = DistributedDataParallel(objective, device_ids=[device.index] if device.type == "cuda" else None)
+    dataset = PretrainingDataset(instances)
+    if world_size > 1:
+        sampler = DistributedSampler(dataset, world_size, rank, shuffle=True, seed=config.seed, drop_last=True)
+    else:
+        sampler = RandomSampler(dataset, generator=torch.Generator().manual_seed(config.seed))
+    collate = PretrainingCollator(tokenizer, config.mlm_probability, config.whole_word_mask, config.seed + rank)
+    loader = DataLoader(dataset, config.batch_size // world_size, sampler=sampler, collate_fn=collate, drop_last=True)
+    if len(loader) == 0:
+        raise ValueError(f"{len(instances)} instances make no batch of {config.batch_size}")
+    optimizer, scheduler = make_optimizer(
+        model,
+        TrainConfig(config.steps, config.lr, config.weight_decay, warmup_steps=config.warmup_steps,
+                    schedule="linear", grad_clip=config.grad_clip),
+    )
+    evaluation = eval_batches(list(eval_instances), tokenizer, mlm_probability=config.mlm_probability)
+    result = PretrainResult(losses=[], world_size=world_size)
+
+    def log_eval(step: int) -> None:
+        if rank == 0 and evaluation:
+            result.evals.append({"step": step, **evaluate(model, evaluation, device)})
+            bar.write(
+                f"step {step}: loss {result.evals[-1]['loss']:.3f}, MLM accuracy {result.evals[-1]['mlm_accuracy']:.3f}"
+                f", NSP accuracy {result.evals[-1]['nsp_accuracy']:.3f}"
+            )
+
+    batches = (b for epoch in itertools.count() for b in _epoch(loader, sampler, epoch))
+    bar = tqdm(total=config.steps, desc=f"BERT pre-training ({world_size} rank{'s' * (world_size > 1)})",
+               disable=rank != 0)
+    def loss_fn(objective: nn.Module, batch: dict) -> torch.Tensor:
+        with autocast(device):
+            return objective(**batch)[0]
+
+    for step, batch in enumerate(itertools.islice(batches, config.steps), start=1):
+        result.losses.append(train_step(objective, to_device(batch, device), loss_fn, optimizer, scheduler, config.grad_clip))
+        bar.update()
+        bar.set_postfix(loss=f"{result.losses[-1]:.3f}", refresh=False)
+        if config.eval_every and step % config.eval_every == 0 and step < config.steps:
+            log_eval(step)
+        if rank == 0 and save and config.checkpoint_every and step % config.checkpoint_every == 0:
+            save(model)
+    bar.close()
+    log_eval(config.steps)
+    if rank == 0 and save:
+        save(model)
+
+    tail = result.losses[-max(1, config.steps // 10) :]
+    final = torch.tensor(sum(tail) / len(tail))
+    result.parameter_digests = [parameter_digest(model)]
+    if world_size > 1:
+        dist.all_reduce(final)
+        final /= world_size
+        digests: list = [None] * world_size
+        dist.all_gather_object(digests, result.parameter_digests[0])
+        result.parameter_digests = digests
+    result.final_loss = final.item()
+    return result
+
+
+def _epoch(loader: DataLoader, sampler, epoch: int):
+    if isinstance(sampler, DistributedSampler):
+        sampler.set_epoch(epoch)  # a new order every epoch, the same on every rank
+    yield from loader

@@ -1,0 +1,193 @@
+"""Pre-train the course's small BERT on the toy world and WordNet: WordPiece vocabulary, MLM + NSP, model card.
+
+    python -m word2bert.scripts.pretrain_bert --probes                   # the committed checkpoint (CPU)
+    torchrun --nproc_per_node 2 -m word2bert.scripts.pretrain_bert ...   # the same, data-parallel on 2 ranks
+
+Every rank builds the same vocabulary and instances from the same seed; rank 0 writes the checkpoint, its model
+card (``bert.md`` next to it) and, with ``--metrics``, a JSON file of the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from word2bert import bert
+from word2bert.bert import BertConfig, BertForPreTraining, count_parameters
+from word2bert.data import pretraining_documents
+from word2bert.pretraining import (
+    PretrainConfig,
+    create_pretraining_instances,
+    init_distributed,
+    pretrain,
+    tokenize_documents,
+)
+from word2bert.wordpiece import WordPieceTokenizer
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    data = p.add_argument_group("data")
+    data.add_argument("--num-tokens", type=int, default=400_000, help="words of pre-training text")
+    data.add_argument("--wordnet-fraction", type=float, default=0.25, help="share of WordNet glosses and examples")
+    data.add_argument("--eval-fraction", type=float, default=0.03, help="documents held out for MLM/NSP accuracy")
+    data.add_argument("--vocab-size", type=int, default=3000, help="WordPiece vocabulary size")
+    data.add_argument("--max-seq-length", type=int, default=128)
+    data.add_argument("--dupe-factor", type=int, default=1, help="passes over the documents making NSP pairs")
+    model = p.add_argument_group("model")
+    model.add_argument("--layers", type=int, default=4)
+    model.add_argument("--hidden", type=int, default=128)
+    model.add_argument("--heads", type=int, default=4)
+    train = p.add_argument_group("training")
+    train.add_argument("--steps", type=int, default=1000)
+    train.add_argument("--batch-size", type=int, default=32, help="global batch, split over the ranks")
+    train.add_argument("--lr", type=float, default=1.5e-3)
+    train.add_argument("--warmup-steps", type=int, default=100)
+    train.add_argument("--whole-word-mask", action="store_true")
+    train.add_argument("--eval-every", type=int, default=200)
+    train.add_argument("--checkpoint-every", type=int, default=400)
+    train.add_argument("--dropout", type=float, default=0.1)
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--device", default=None, help="cuda, mps or cpu (default: the best available)")
+    train.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
+    out = p.add_argument_group("output")
+    out.add_argument("--out", type=Path, default=bert.CHECKPOINT, help="the checkpoint (.safetensors)")
+    out.add_argument("--metrics", type=Path, default=None, help="also write the results as JSON here")
+    out.add_argument("--probes", action="store_true", help="score the sense and POS probes for the model card")
+    out.add_argument("--no-card", action="store_true", help="do not write the model card")
+    return p.parse_args(argv)
+
+
+def build_data(args: argparse.Namespace, progress: bool = True):
+    """The WordPiece tokenizer and the NSP instances for training and for evaluation (held-out documents)."""
+    docs = pretraining_documents(args.num_tokens, args.wordnet_fraction, seed=args.seed)
+    n_eval = max(2, int(len(docs) * args.eval_fraction))
+    train_docs, eval_docs = docs[n_eval:], docs[:n_eval]
+    texts = (" ".join(s) for d in train_docs for s in d)
+    tokenizer = WordPieceTokenizer.train(texts, args.vocab_size, progress=progress)
+    train = create_pretraining_instances(
+        tokenize_documents(tokenizer, train_docs), args.max_seq_length, args.seed, dupe_factor=args.dupe_factor
+    )
+    held_out = create_pretraining_instances(tokenize_documents(tokenizer, eval_docs), args.max_seq_length, args.seed)
+    return tokenizer, train, held_out, sum(len(s) for d in train_docs for s in d)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    rank, world_size, device = init_distributed(args.device)
+    started = time.time()
+    tokenizer, train, held_out, num_words = build_data(args, progress=rank == 0)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=args.hidden, num_hidden_layers=args.layers,
+        num_attention_heads=args.heads, intermediate_size=4 * args.hidden,
+        max_position_embeddings=args.max_seq_length, dropout=args.dropout,
+    )  # fmt: skip
+    torch.manual_seed(args.seed)  # the same initial weights on every rank
+    model = BertForPreTraining(config, tokenizer)
+    train_config = PretrainConfig(
+        steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps,
+        whole_word_mask=args.whole_word_mask, eval_every=args.eval_every,
+        checkpoint_every=args.checkpoint_every, seed=args.seed,
+    )  # fmt: skip
+    result = pretrain(model, train, tokenizer, train_config, held_out, device, lambda m: bert.save(m, args.out))
+    metrics = {
+        "world_size": world_size,
+        "device": str(device),
+        "final_train_loss": result.final_loss,
+        "eval": result.evals[-1] if result.evals else {},
+        "eval_history": result.evals,
+        "parameter_digests": result.parameter_digests,
+        "parameters": count_parameters(model),
+        "train_instances": len(train),
+        "eval_instances": len(held_out),
+        "train_words": num_words,
+        "vocab_size": tokenizer.vocab_size,
+        "minutes": (time.time() - started) / 60,
+    }
+    if rank == 0:
+        if args.probes:
+            from word2bert.probes import pos_probe, sense_probe
+
+            model.eval()
+            metrics["probes"] = {p.name: {"mean": p.mean, "std": p.std} for p in (sense_probe(model), pos_probe(model))}
+        if args.metrics:
+            args.metrics.write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        if not args.no_card:
+            write_card(args, config, train_config, metrics)
+        print(json.dumps({k: metrics[k] for k in ("final_train_loss", "eval", "world_size")}))
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    return metrics
+
+
+def write_card(args: argparse.Namespace, config: BertConfig, train_config: PretrainConfig, metrics: dict) -> Path:
+    """``bert.md`` next to the checkpoint: data, configuration, the exact command, metrics."""
+    launcher = "python -m word2bert.scripts.pretrain_bert"
+    if metrics["world_size"] > 1:
+        launcher = f"torchrun --nproc_per_node {metrics['world_size']} -m word2bert.scripts.pretrain_bert"
+    command = " ".join([launcher, *map(shlex.quote, sys.argv[1:])])
+    e = metrics["eval"]
+    lines = [
+        "# Model card: the course's small BERT (`bert.safetensors`)",
+        "",
+        (
+            "Loaded by `word2bert.bert.pretrained()`: a `BertForPreTraining` (encoder, pooler, MLM and NSP heads) "
+            "with its WordPiece vocabulary in the checkpoint's metadata. For teaching only."
+        ),
+        "",
+        "## Data",
+        (
+            f"- {metrics['train_words']:,} words of training documents from `word2bert.data.pretraining_documents("
+            f"{args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, seed={args.seed})`: the toy world's "
+            "training templates plus WordNet 3.0 glosses and usage examples (toy world only when WordNet is "
+            f"absent); {args.eval_fraction:.0%} of the documents held out for the accuracies below."
+        ),
+        f"- WordPiece vocabulary of {metrics['vocab_size']} pieces trained on the training documents.",
+        (
+            f"- {metrics['train_instances']:,} NSP instances (max. {args.max_seq_length} pieces, dupe factor "
+            f"{args.dupe_factor}), masked afresh for every batch (15%, 80/10/10"
+            f"{', whole words' if args.whole_word_mask else ''})."
+        ),
+        "",
+        "## Configuration",
+        f"- Model: `{config}`, {metrics['parameters']:,} parameters.",
+        f"- Training: `{train_config}`; AdamW, linear warm-up then linear decay, gradient clipping at 1.0.",
+        f"- Ran on {metrics['world_size']} process(es), device `{metrics['device']}`, in {metrics['minutes']:.1f} min.",
+        "",
+        "## Command",
+        "```bash",
+        command,
+        "```",
+        "",
+        "## Metrics (held-out documents, fixed masks)",
+        f"- Final training loss (mean of the last 10% of steps): {metrics['final_train_loss']:.3f}",
+        f"- Held-out loss (MLM + NSP): {e.get('loss', float('nan')):.3f}",
+        f"- MLM accuracy: {e.get('mlm_accuracy', float('nan')):.3f}",
+        f"- NSP accuracy: {e.get('nsp_accuracy', float('nan')):.3f}",
+    ]
+    for name, p in metrics.get("probes", {}).items():
+        cells = ", ".join(f"L{i} {m:.3f} ± {s:.3f}" for i, (m, s) in enumerate(zip(p["mean"], p["std"])))
+        lines.append(f"- Probe, {name} (held-out templates, seeds 0-2, per layer): {cells}")
+    lines += [
+        "",
+        (
+            "Re-running the command on a CPU reproduces these numbers within ±0.02 accuracy (thread counts change "
+            "the floating-point sums slightly)."
+        ),
+    ]
+    path = Path(args.out).with_suffix(".md")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    main()
