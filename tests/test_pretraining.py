@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import torch
+
 from word2bert.pretraining import (
     IS_NEXT,
     NOT_NEXT,
