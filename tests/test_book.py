@@ -214,6 +214,20 @@ def test_exercises_are_rendered_and_downloadable(built_book):
 
 
 @pytest.mark.book
+def test_progress_bars_are_text_not_widgets(built_book):
+    """A notebook that showed an ipywidget (tqdm.auto/tqdm.notebook with ipywidgets installed) embeds the
+    widget's state, and the page shows only the widget's first frame as text ("0%")."""
+    widget_pages = [
+        str(page.relative_to(built_book))
+        for page in content_pages(built_book)
+        if soup(page).find("script", type="application/vnd.jupyter.widget-state+json")
+    ]
+    assert not widget_pages, (
+        f"pages with ipywidgets output: {widget_pages}; use `from tqdm import tqdm` (a text progress bar)"
+    )
+
+
+@pytest.mark.book
 def test_figures_have_alt_text(built_book):
     missing = []
     for page in content_pages(built_book):

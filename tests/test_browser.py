@@ -1,0 +1,229 @@
+"""The built book in a real browser: headless Chromium, driven by Selenium, reading _build/html from a local
+server. Every page loads without console errors and without a request leaving localhost, chapters show their
+figures, search works, the navigation reaches every chapter. Skipped, with the reason, without Chromium."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+from conftest import BOOK_DIR
+from test_book import toc_files
+
+pytestmark = pytest.mark.book
+
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,900",
+    # A request for any other host fails to resolve, so nothing can leave the machine; the performance log
+    # still records the attempt, which is how the tests below see it.
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
+# What goes over the network (data:, blob: and the browser's own chrome:// pages do not).
+NETWORK_SCHEMES = ("http:", "https:", "ws:", "wss:", "ftp:")
+PAGE_TIMEOUT_S = 30
+
+
+@dataclass
+class Visit:
+    console_errors: list[str] = field(default_factory=list)
+    external_requests: list[str] = field(default_factory=list)
+    images: list[dict] = field(
+        default_factory=list
+    )  # src, alt, natural size of each figure in the content
+    nav_links: list[str] = field(default_factory=list)
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(built_book):
+    """The built book served on 127.0.0.1 by a thread; yields the base URL."""
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_book))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    webdriver = pytest.importorskip(
+        "selenium.webdriver", reason="selenium is not installed: pip install -e '.[dev]'"
+    )
+    chromium = next(
+        filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None
+    )
+    driver_path = shutil.which("chromedriver")
+    if not chromium or not driver_path:
+        pytest.skip(
+            "headless Chromium not found (needs `chromium` and `chromedriver` on PATH): "
+            "`make system-deps`, or `sudo apt-get install chromium chromium-driver`"
+        )
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    from selenium.webdriver.chrome.service import Service
+
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver.set_page_load_timeout(PAGE_TIMEOUT_S)
+    yield driver
+    driver.quit()
+
+
+def book_pages() -> list[str]:
+    """Every page of the table of contents, as a path of the site (`book/intro.html`)."""
+    return [f"{f}.html" for f in toc_files()]
+
+
+def chapter_notebooks() -> dict[str, list[str]]:
+    """Executed chapter notebooks by chapter folder (`book/01-word-vectors`), as site paths."""
+    chapters: dict[str, list[str]] = {}
+    for f in toc_files():
+        parts = f.split("/")
+        if parts[0] == "book" and len(parts) > 2 and (BOOK_DIR / f"{f}.ipynb").exists():
+            chapters.setdefault("/".join(parts[:2]), []).append(f"{f}.html")
+    return chapters
+
+
+def settle(driver) -> None:
+    """Wait until the page has loaded, MathJax has typeset, and every figure has loaded (none lazily)."""
+    driver.set_script_timeout(PAGE_TIMEOUT_S)
+    driver.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        const images = () => Promise.all([...document.images].map(img => {
+            img.loading = "eager";
+            return img.complete ? null : new Promise(r => { img.onload = img.onerror = r; });
+        }));
+        const mathjax = window.MathJax && MathJax.startup && MathJax.startup.promise;
+        Promise.resolve(mathjax).then(images).then(() => done(true), () => done(false));
+        """
+    )
+
+
+def record(driver, base: str) -> Visit:
+    visit = Visit()
+    for entry in driver.get_log("browser"):
+        if entry["level"] == "SEVERE":
+            visit.console_errors.append(entry["message"])
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            url = message["params"]["request"]["url"]
+            if url.startswith(NETWORK_SCHEMES) and not url.startswith(base):
+                visit.external_requests.append(url)
+    visit.images = driver.execute_script(
+        """
+        return [...document.querySelectorAll("main img, article img")].map(img => ({
+            src: img.getAttribute("src"), alt: img.alt, width: img.naturalWidth, height: img.naturalHeight}));
+        """
+    )
+    visit.nav_links = driver.execute_script(
+        """return [...document.querySelectorAll(".bd-sidebar-primary a[href], nav a[href]")]
+                  .map(a => a.href);"""
+    )
+    return visit
+
+
+@pytest.fixture(scope="module")
+def visits(browser, site) -> dict[str, Visit]:
+    """Each page of the book, loaded once."""
+    browser.get_log("browser"), browser.get_log("performance")  # start from empty logs
+    found = {}
+    for page in book_pages():
+        browser.get(urljoin(site, page))
+        settle(browser)
+        found[page] = record(browser, site)
+    return found
+
+
+def test_every_page_loads_without_console_errors(visits):
+    errors = {page: v.console_errors for page, v in visits.items() if v.console_errors}
+    assert not errors, f"console errors: {json.dumps(errors, indent=1)[:4000]}"
+
+
+def test_no_request_leaves_localhost(visits):
+    external = {page: v.external_requests for page, v in visits.items() if v.external_requests}
+    assert not external, (
+        "pages requested assets from other hosts (serve them from _static: offline MathJax, no widget "
+        f"scripts, no CDN fonts): {json.dumps(external, indent=1)[:4000]}"
+    )
+
+
+def test_every_chapter_shows_its_executed_figures(visits):
+    chapters = chapter_notebooks()
+    if not chapters:
+        pytest.skip("_toc.yml lists no chapter notebooks yet")
+    for chapter, pages in chapters.items():
+        images = [img for page in pages for img in visits[page].images]
+        assert images, f"{chapter}: no figure on any of its pages {pages}"
+        blank = [img["src"] for img in images if not (img["width"] > 0 and img["height"] > 0)]
+        assert not blank, f"{chapter}: figures that did not load (natural size 0): {blank}"
+
+
+def test_search_finds_masked_language_model(browser, site):
+    browser.get(urljoin(site, "search.html?q=masked+language+model"))
+    deadline = time.monotonic() + PAGE_TIMEOUT_S
+    results = []
+    while time.monotonic() < deadline and not results:
+        results = browser.execute_script(
+            "return [...document.querySelectorAll('#search-results li a')].map(a => a.href);"
+        )
+        time.sleep(0.2)
+    assert results, "the book's search found no page for 'masked language model'"
+
+
+def test_navigation_reaches_every_page(visits, site):
+    """Following the sidebar's links from the landing page reaches every page of the table of contents."""
+    base, landing = urlsplit(site), book_pages()[0]
+    seen, frontier = {landing}, [landing]
+    while frontier:
+        page = frontier.pop()
+        for href in visits[page].nav_links if page in visits else []:
+            url = urlsplit(href)
+            target = url.path.lstrip("/")
+            if url.netloc == base.netloc and target in visits and target not in seen:
+                seen.add(target)
+                frontier.append(target)
+    unreachable = sorted(set(book_pages()) - seen)
+    assert not unreachable, f"pages the navigation never links to: {unreachable}"
+
+
+def test_screenshots_of_landing_and_chapter_page(browser, site):
+    folder = BOOK_DIR / "_build" / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    chapters = chapter_notebooks()
+    chapter_page = next(iter(chapters.values()))[0] if chapters else book_pages()[1]
+    for name, page in [("landing", ""), ("chapter", chapter_page)]:
+        browser.get(urljoin(site, page))
+        settle(browser)
+        if name == "landing":  # the site's root redirects to the book's first page
+            assert browser.current_url == urljoin(site, book_pages()[0]), browser.current_url
+        path = folder / f"{name}.png"
+        assert browser.save_screenshot(str(path)) and path.stat().st_size > 10_000, (
+            f"no screenshot {path}"
+        )
