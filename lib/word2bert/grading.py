@@ -239,7 +239,8 @@ def _grade_cells(nb) -> dict[str, str]:
 
 
 def _precheck(path: Path, release_nb, result: Result) -> object | None:
-    """Read the submission; record what the student changed in the tests. None if unreadable."""
+    """Read the submission (a copy: it may be repaired in place); note what the student changed in
+    the tests. None if it cannot be read."""
     import nbformat
 
     try:
@@ -249,9 +250,14 @@ def _precheck(path: Path, release_nb, result: Result) -> object | None:
         result.failed = f"not a valid notebook ({type(error).__name__}: {str(error)[:200]})"
         return None
     ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb.cells]
-    ids = [i for i in ids if i]
-    duplicated = sorted({i for i in ids if ids.count(i) > 1})
+    duplicated = sorted({i for i in ids if i and ids.count(i) > 1})
     if duplicated:
+        # nbgrader's own de-duplication leaves cells it then trips over: make the earlier copies
+        # plain cells ourselves (the last copy is the one graded, as nbgrader intends).
+        for index, cell_id in enumerate(ids):
+            if cell_id in duplicated and cell_id in ids[index + 1:]:
+                del nb.cells[index].metadata["nbgrader"]
+        nbformat.write(nb, str(path))
         result.notes.append(f"duplicated cells {', '.join(duplicated)}: only the last copy was graded")
     expected, found = _grade_cells(release_nb), _grade_cells(nb)
     missing = sorted(set(expected) - set(found))
@@ -298,18 +304,20 @@ def grade_one(root: Path, student: str, assignment: str, template_db: Path, out:
 
     if not notebook.exists():
         result.notes.append(f"no {assignment}.ipynb in the submission")
-    elif _precheck(notebook, release_nb, result) is None:
+    elif _precheck(target / notebook.name, release_nb, result) is None:
         (target / notebook.name).unlink()  # graded as a missing notebook: zero, never a missing row
 
     log = course / "nbgrader.log"
-    cells = len(release_nb.cells)
+    limit = 60 + 2 * timeout * len(release_nb.cells)  # a backstop: cells are interrupted long before
     try:
-        _nbgrader(course, "autograde", assignment, f"--student={student}", "--force", db=db,
-                  log=log, timeout=60 + 2 * timeout * cells)
+        with open(log, "w", encoding="utf-8") as stream:
+            subprocess.run([sys.executable, "-m", "word2bert.grading", "_worker", str(course), assignment,
+                            student, *(["--feedback"] if feedback else [])],
+                           cwd=course, stdout=stream, stderr=subprocess.STDOUT, timeout=limit, check=False)
     except subprocess.TimeoutExpired:
-        result.failed = f"grading took longer than {60 + 2 * timeout * cells:g} s in all"
+        result.failed = f"grading took longer than {limit:g} s in all"
     graded = course / "autograded" / student / assignment / f"{assignment}.ipynb"
-    log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    log_text = log.read_text(encoding="utf-8", errors="replace")
     if not graded.exists() and notebook.exists() and not result.failed:
         result.failed = _failure_reason(log_text, timeout)
 
@@ -324,9 +332,6 @@ def grade_one(root: Path, student: str, assignment: str, template_db: Path, out:
 
     if graded.exists() and not result.failed:
         _notes_from_outputs(nbformat.read(str(graded), as_version=4), timeout, result)
-        if feedback:
-            _nbgrader(course, "generate_feedback", assignment, f"--student={student}", "--force",
-                      db=db, log=log)
     else:
         result.cells = dict.fromkeys(result.cells, 0.0)
     result.score = sum(result.cells.values())
@@ -339,6 +344,24 @@ def grade_one(root: Path, student: str, assignment: str, template_db: Path, out:
     if result.failed and feedback:
         _failure_feedback(root / "feedback" / student / assignment / f"{assignment}.html", result)
     return result
+
+
+def _worker(course: Path, assignment: str, student: str, feedback: bool) -> None:
+    """nbgrader autograde (and generate_feedback) of one submission, in one process (one start-up)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
+    api = NbGraderAPI(CourseDirectory(config=config), config=config)
+    steps = [api.autograde] + ([api.generate_feedback] if feedback else [])
+    for step in steps:
+        outcome = step(assignment, student)
+        print(outcome.get("log", ""), outcome.get("error", ""), flush=True)
+        if not outcome["success"]:
+            break
 
 
 def _notes_from_outputs(nb, timeout: float, result: Result) -> None:
@@ -463,6 +486,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--root", type=Path, default=Path.cwd(),
                         help="course root holding nbgrader_config.py and solutions/ (default: .)")
     commands = parser.add_subparsers(dest="command", required=True)
+    worker = commands.add_parser("_worker")  # internal: one submission, in its own course folder
+    worker.add_argument("course", type=Path)
+    worker.add_argument("assignment")
+    worker.add_argument("student")
+    worker.add_argument("--feedback", action="store_true")
     commands.add_parser("release", help="regenerate exercises/ from solutions/")
     grade = commands.add_parser("autograde", help="grade everything under submitted/")
     grade.add_argument("--downloads", type=Path, help="folder of LMS downloads (zip_collect naming)")
@@ -470,7 +498,9 @@ def main(argv: list[str] | None = None) -> None:
     grade.add_argument("--timeout", type=float, help="per-cell time limit in s (default: the config's)")
     grade.add_argument("--no-feedback", action="store_true", help="skip the HTML feedback")
     args = parser.parse_args(argv)
-    if args.command == "release":
+    if args.command == "_worker":
+        _worker(args.course, args.assignment, args.student, args.feedback)
+    elif args.command == "release":
         release(args.root.resolve())
     else:
         results = autograde(args.root, args.downloads, args.jobs, args.timeout, not args.no_feedback)
