@@ -138,7 +138,7 @@ def record(driver, base: str) -> Visit:
                 visit.external_requests.append(url)
     visit.images = driver.execute_script(
         """
-        return [...document.querySelectorAll("main img, article img")].map(img => ({
+        return [...document.querySelectorAll("article.bd-article img")].map(img => ({
             src: img.getAttribute("src"), alt: img.alt, width: img.naturalWidth, height: img.naturalHeight}));
         """
     )
