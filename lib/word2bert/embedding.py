@@ -7,7 +7,8 @@ that split words into pieces (BPE, WordPiece) give each word the mean of its pie
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import torch
 
