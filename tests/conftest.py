@@ -1,4 +1,4 @@
-"""Shared fixtures. `built_book`: the book built once per test run, shared by every pytest-xdist worker."""
+"""Shared fixtures. `built_book`: the book, built once per test run for all xdist workers."""
 
 from __future__ import annotations
 
@@ -12,14 +12,15 @@ import pytest
 from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[1]
-# The folder whose _config.yml/_toc.yml are built; W2B_BOOK_DIR points the book tests at a scratch copy.
+# The folder whose _config.yml/_toc.yml are built; W2B_BOOK_DIR points the tests at a scratch copy.
 BOOK_DIR = Path(os.environ.get("W2B_BOOK_DIR", ROOT)).resolve()
 BUILD_TIMEOUT_S = 30 * 60
 
 
 def current_run_id() -> str:
-    """One id per `pytest` invocation, the same on every xdist worker (xdist shares PYTEST_XDIST_TESTRUNUID;
-    without xdist, the first call makes one up and keeps it in the environment)."""
+    """One id per `pytest` invocation, the same on every xdist worker (xdist shares
+    PYTEST_XDIST_TESTRUNUID; without xdist, the first call makes one up and keeps it in the
+    environment)."""
     return os.environ.get("PYTEST_XDIST_TESTRUNUID") or os.environ.setdefault(
         "W2B_TEST_RUN_ID", uuid.uuid4().hex
     )
@@ -33,9 +34,10 @@ def _jupyter_book() -> str:
 def build_book(book_dir: Path = BOOK_DIR) -> Path:
     """Build the book unless this test run has built it already; return `_build/html`.
 
-    A file lock makes the first worker build while the others wait; a marker file holding the run id and the
-    build's exit status lets them reuse its result. A build from an earlier run is rebuilt (every page re-read,
-    but executed notebooks come from the jupyter-cache, so an unchanged book takes a minute or so).
+    A file lock makes the first worker build while the others wait; a marker file holding the run id
+    and the build's exit status lets them reuse its result. A build from an earlier run is rebuilt
+    (every page re-read, but executed notebooks come from the jupyter-cache, so an unchanged book
+    takes a minute or so).
     """
     build = book_dir / "_build"
     build.mkdir(exist_ok=True)
@@ -44,8 +46,8 @@ def build_book(book_dir: Path = BOOK_DIR) -> Path:
         run_id = current_run_id()
         done = marker.read_text(encoding="utf-8").split() if marker.exists() else []
         if not done or done[0] != run_id:
-            # --all: Sphinx re-reads every page, so warnings of pages unchanged since an earlier build are
-            # reported again (executed notebooks still come from the jupyter-cache).
+            # --all: Sphinx re-reads every page, so warnings of pages unchanged since an earlier
+            # build are reported again (executed notebooks still come from the jupyter-cache).
             cmd = [
                 _jupyter_book(),
                 "build",

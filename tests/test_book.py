@@ -1,5 +1,5 @@
-"""The built book as a reader meets it: every page in the table of contents, every link resolving, figures
-described, exercises downloadable, and no solution or hidden test anywhere on the site."""
+"""The built book as a reader meets it: every page in the table of contents, every link resolving,
+figures described, exercises downloadable, and no solution or hidden test anywhere on the site."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ SHORTEST_SOLUTION_LINE = 25  # shorter solution lines (`return x`) are too commo
 
 
 def toc_files(book_dir: Path = BOOK_DIR) -> list[str]:
-    """Every `root`/`file` entry of _toc.yml, as written (a path relative to the book, without suffix)."""
+    """Every `root`/`file` entry of _toc.yml: a path relative to the book, without suffix."""
     toc = yaml.safe_load((book_dir / "_toc.yml").read_text(encoding="utf-8"))
     found = []
 
@@ -98,8 +98,8 @@ def local_targets(page: Path):
 
 
 def visible_text(path: Path) -> str:
-    """What a file on the site shows or hands out: an HTML page's text (code highlighting's spans removed),
-    a notebook's cell sources and outputs, any other file as it is."""
+    """What a file on the site shows or hands out: an HTML page's text (without the spans of code
+    highlighting), a notebook's cell sources and outputs, any other file as it is."""
     raw = path.read_text(encoding="utf-8", errors="replace")
     if path.suffix == ".html":
         return soup(path).get_text()
@@ -114,8 +114,8 @@ def visible_text(path: Path) -> str:
 
 
 def solution_only_lines(root: Path = ROOT) -> set[str]:
-    """Lines of solutions/ inside solution or hidden-test blocks that occur in no file the book may show
-    (book/, exercises/, the library): if one of them is on the site, it came from solutions/."""
+    """Lines of solutions/ inside solution or hidden-test blocks that occur in no file the book may
+    show (book/, exercises/, the library): one of them on the site came from solutions/."""
     blocks = set()
     for nb in (root / "solutions").rglob("*.ipynb"):
         for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
@@ -215,15 +215,16 @@ def test_exercises_are_rendered_and_downloadable(built_book):
 
 @pytest.mark.book
 def test_progress_bars_are_text_not_widgets(built_book):
-    """A notebook that showed an ipywidget (tqdm.auto/tqdm.notebook with ipywidgets installed) embeds the
-    widget's state, and the page shows only the widget's first frame as text ("0%")."""
+    """A notebook that showed an ipywidget (tqdm.auto or tqdm.notebook with ipywidgets installed)
+    embeds the widget's state, and the page shows only the widget's first frame as text ("0%")."""
     widget_pages = [
         str(page.relative_to(built_book))
         for page in content_pages(built_book)
         if soup(page).find("script", type="application/vnd.jupyter.widget-state+json")
     ]
     assert not widget_pages, (
-        f"pages with ipywidgets output: {widget_pages}; use `from tqdm import tqdm` (a text progress bar)"
+        f"pages with ipywidgets output: {widget_pages}; "
+        "use `from tqdm import tqdm` (a text progress bar)"
     )
 
 

@@ -1,6 +1,7 @@
-"""The built book in a real browser: headless Chromium, driven by Selenium, reading _build/html from a local
-server. Every page loads without console errors and without a request leaving localhost, chapters show their
-figures, search works, the navigation reaches every chapter. Skipped, with the reason, without Chromium."""
+"""The built book in a real browser: headless Chromium, driven by Selenium, reading _build/html from
+a local server. Every page loads without console errors and without a request leaving localhost,
+chapters show their figures, search works, the navigation reaches every chapter. Skipped, with the
+reason, where Chromium is absent."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
     "--window-size=1280,900",
-    # A request for any other host fails to resolve, so nothing can leave the machine; the performance log
-    # still records the attempt, which is how the tests below see it.
+    # A request for any other host fails to resolve, so nothing can leave the machine; the
+    # performance log still records the attempt, which is how the tests below see it.
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]
 # What goes over the network (data:, blob: and the browser's own chrome:// pages do not).
@@ -110,7 +111,7 @@ def chapter_notebooks() -> dict[str, list[str]]:
 
 
 def settle(driver) -> None:
-    """Wait until the page has loaded, MathJax has typeset, and every figure has loaded (none lazily)."""
+    """Wait until the page has loaded, MathJax has typeset, and every figure has loaded."""
     driver.set_script_timeout(PAGE_TIMEOUT_S)
     driver.execute_async_script(
         """
@@ -139,7 +140,8 @@ def record(driver, base: str) -> Visit:
     visit.images = driver.execute_script(
         """
         return [...document.querySelectorAll("article.bd-article img")].map(img => ({
-            src: img.getAttribute("src"), alt: img.alt, width: img.naturalWidth, height: img.naturalHeight}));
+            src: img.getAttribute("src"), alt: img.alt,
+            width: img.naturalWidth, height: img.naturalHeight}));
         """
     )
     visit.nav_links = driver.execute_script(
@@ -169,8 +171,8 @@ def test_every_page_loads_without_console_errors(visits):
 def test_no_request_leaves_localhost(visits):
     external = {page: v.external_requests for page, v in visits.items() if v.external_requests}
     assert not external, (
-        "pages requested assets from other hosts (serve them from _static: offline MathJax, no widget "
-        f"scripts, no CDN fonts): {json.dumps(external, indent=1)[:4000]}"
+        "pages requested assets from other hosts (serve them from _static: offline MathJax, "
+        f"no widget scripts, no CDN fonts): {json.dumps(external, indent=1)[:4000]}"
     )
 
 
@@ -198,7 +200,7 @@ def test_search_finds_masked_language_model(browser, site):
 
 
 def test_navigation_reaches_every_page(visits, site):
-    """Following the sidebar's links from the landing page reaches every page of the table of contents."""
+    """Following the sidebar's links from the landing page reaches every page of the TOC."""
     base, landing = urlsplit(site), book_pages()[0]
     seen, frontier = {landing}, [landing]
     while frontier:

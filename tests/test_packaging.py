@@ -1,4 +1,4 @@
-"""`pip install` of the project builds a wheel that carries the trained checkpoints (Binder, Colab, pip users)."""
+"""`pip install` of the project builds a wheel that carries the trained checkpoints."""
 
 import shutil
 import subprocess
@@ -14,8 +14,8 @@ PACKAGE_FILES = ["pyproject.toml", "README.md", "LICENSE", "LICENSE-text"]
 
 @pytest.mark.slow
 def test_wheel_includes_checkpoints(tmp_path):
-    # Build from a copy, so that setuptools' build/ and egg-info never land in the working tree, with one
-    # tiny checkpoint of each declared kind added next to whatever checkpoints the repository has.
+    # Build from a copy, so that setuptools' build/ and egg-info never land in the working tree,
+    # with one tiny checkpoint of each declared kind next to the repository's own checkpoints.
     src = tmp_path / "src"
     src.mkdir()
     for name in PACKAGE_FILES:

@@ -1,13 +1,13 @@
 """Two fixes for the book's build, loaded from _config.yml (`sphinx.local_extensions`).
 
-1. Progress bars. tqdm redraws its bar with carriage returns, and the kernel sends the redraws as many
-   stream messages. myst-nb's `nb_merge_streams` joins them with a newline between messages, which
-   leaves every redraw on its own line. Here the messages are joined as a terminal would show them, so a
-   finished progress bar reads as one line of text.
-2. Duplicate scripts. Sphinx 7.4 keeps an inline script added after the builder starts twice (once with
-   filename None, once with ''), so sphinx-thebe's `const THEBE_JS_URL = ...` and sphinx-togglebutton's
-   settings appear twice on every page, and the second `const` is a console error. Each page keeps the
-   first copy.
+1. Progress bars. tqdm redraws its bar with carriage returns, and the kernel sends the redraws as
+   many stream messages. myst-nb's `nb_merge_streams` joins them with a newline between messages,
+   which leaves every redraw on its own line. Here the messages are joined as a terminal would show
+   them, so a finished progress bar reads as one line of text.
+2. Duplicate scripts. Sphinx 7.4 keeps an inline script added after the builder starts twice (once
+   with filename None, once with ''), so sphinx-thebe's `const THEBE_JS_URL = ...` and
+   sphinx-togglebutton's settings appear twice on every page, and the second `const` is a console
+   error. Each page keeps the first copy.
 """
 
 import re
@@ -28,7 +28,7 @@ def _terminal_text(text: str) -> str:
 
 
 def coalesce_streams(outputs: list) -> list:
-    """Join each cell's stdout and stderr messages into one output each, as a terminal shows them."""
+    """Join a cell's stdout messages into one output, and its stderr ones, as a terminal would."""
     merged, streams = [], {}
     for output in outputs or []:
         if output["output_type"] != "stream":
