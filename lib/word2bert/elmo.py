@@ -278,11 +278,11 @@ class ScalarMix(nn.Module):
 # --- training, evaluation, checkpoints ---------------------------------------------------------------------------
 
 def train(model: BiLM, sentences: Sequence[Sequence[str]], config: TrainConfig, batch_size: int = 32,
-          seed: int = 0, device: str | torch.device | None = None) -> list[float]:
-    """Train the biLM on tokenised sentences with the course's loop (AdamW, warm-up, clipping, tqdm);
-    returns the loss of every step."""
+          max_len: int = 48, seed: int = 0, device: str | torch.device | None = None) -> list[float]:
+    """Train the biLM on tokenised sentences (cut to ``max_len``) with the course's loop (AdamW, warm-up, clipping,
+    tqdm); returns the loss of every step."""
     torch.manual_seed(seed)
-    batches = SentenceBatches(sentences, model.vocab, batch_size, model.config.max_characters, seed=seed)
+    batches = SentenceBatches(sentences, model.vocab, batch_size, model.config.max_characters, max_len, seed)
     return train_loop(model, batches, lambda m, b: m.loss(**b), config, device=device, desc="ELMo biLM")
 
 

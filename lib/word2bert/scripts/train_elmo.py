@@ -1,6 +1,6 @@
 """Train the course's small ELMo on the toy world and WordNet: word vocabulary, biLM loss, probes, model card.
 
-    python -m word2bert.scripts.train_elmo           # the committed checkpoint (CPU, about ten minutes)
+    python -m word2bert.scripts.train_elmo           # the committed checkpoint (CPU, about a quarter of an hour)
     python -m word2bert.scripts.train_elmo --num-tokens 5000 --epochs 1 --dim 16 --out /tmp/elmo.safetensors
 
 Every sentence is read as ``<s> words </s>``. The softmax predicts words of a vocabulary built from the training
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
         warmup_steps=min(args.warmup_steps, steps_per_epoch), schedule="cosine",
     )  # fmt: skip
     initial = elmo.perplexity(model, held_out)
-    history = elmo.train(model, sentences, train_config, args.batch_size, args.seed, device)
+    history = elmo.train(model, sentences, train_config, args.batch_size, seed=args.seed, device=device)
     train_minutes = (time.time() - started) / 60
     tail = history[-max(1, len(history) // 10) :]
     metrics = {
