@@ -105,6 +105,11 @@ def windows(stream: torch.Tensor, block_size: int) -> torch.Tensor:
     return stream[: n * block_size].view(n, block_size)
 
 
+def held_out_templates(num_tokens: int, seed: int) -> list[list[list[str]]]:
+    """Toy-world documents written only from held-out templates: about 1% of ``num_tokens`` words."""
+    return ToyWorld(seed).corpus(max(2000, num_tokens // 100), "heldout")
+
+
 @torch.no_grad()
 def evaluate(model: GPT, data: torch.Tensor, batch_size: int, device: torch.device) -> float:
     """Mean next-token cross-entropy over the windows in ``data`` (every predicted token counts once)."""
@@ -132,10 +137,7 @@ def main(argv: list[str] | None = None) -> dict:
     held_out = {
         "held-out documents": windows(token_stream(tokenizer, eval_docs), args.block_size),
         "held-out templates": windows(
-            token_stream(
-                tokenizer, ToyWorld(args.seed).corpus(max(2000, args.num_tokens // 100), "heldout")
-            ),
-            args.block_size,
+            token_stream(tokenizer, held_out_templates(args.num_tokens, args.seed)), args.block_size
         ),
     }
     order = torch.randperm(len(train_windows), generator=generator)

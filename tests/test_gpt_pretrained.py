@@ -1,0 +1,104 @@
+"""The committed GPT checkpoint and the script that trains it.
+
+The checkpoint must load with today's code and give the numbers its model card reports; the script must run
+end to end on a tiny configuration and lower the loss; and the model's vectors must show what chapter 3
+teaches: sense cues to the left of a word are used, cues to its right are not.
+"""
+
+import math
+import re
+
+import pytest
+import torch
+
+from word2bert import gpt
+from word2bert.data import ToyWorld
+from word2bert.probes import embed_occurrences, nearest_sense_accuracy
+from word2bert.scripts import train_gpt
+
+# Sense accuracy of the committed checkpoint's top layer on new sentences from the training templates
+# (centroids from seed 0, test sentences from seed 1): 0.938 with the cue on the left, 0.571 with the cue on
+# the right (chance is 0.5). The test asks for a gap of 0.25, well inside the measured 0.37. On held-out
+# templates (sense_probe) this small model is near chance on both sides, so there is no gap to test there.
+GAP = 0.25
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Hundreds of one-sentence forward passes: one thread beats two that wait for each other on shared cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return gpt.pretrained(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def card():
+    return gpt.CHECKPOINT.with_suffix(".md").read_text(encoding="utf-8")
+
+
+def test_checkpoint_is_small_and_described_by_its_card(model, card):
+    assert gpt.CHECKPOINT.stat().st_size < 8e6, "the committed checkpoint should stay a few MB"
+    assert str(model.config) in card, "the model card describes another configuration"
+    assert "python -m word2bert.scripts.train_gpt" in card
+
+
+def test_checkpoint_gives_the_held_out_loss_of_its_card(model, card):
+    """Loading with the current code reproduces the loss measured when the checkpoint was trained."""
+    num_tokens, seed = map(
+        int, re.search(r"pretraining_documents\((\d+), wordnet_fraction=[\d.]+, seed=(\d+)\)", card).groups()
+    )
+    reported = float(re.search(r"Held-out templates: loss ([\d.]+)", card).group(1))
+    stream = train_gpt.token_stream(model.tokenizer, train_gpt.held_out_templates(num_tokens, seed))
+    loss = train_gpt.evaluate(model, train_gpt.windows(stream, model.config.block_size), 64, torch.device("cpu"))
+    assert loss == pytest.approx(reported, abs=2e-3)
+
+
+def test_pretrained_generates(model):
+    prompt = torch.tensor([model.tokenizer.encode("the cat chased a")])
+    out = model.generate(prompt, 12, temperature=0.8, generator=torch.Generator().manual_seed(0))
+    assert out.shape == (1, prompt.shape[1] + 12)
+    assert torch.equal(out[:, : prompt.shape[1]], prompt)
+    again = model.generate(prompt, 12, temperature=0.8, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(out, again), "a seeded generator must give the same sample"
+    text = model.tokenizer.decode(out[0].tolist())
+    assert text.startswith("the cat chased a")
+
+
+def test_embed_sentence_has_one_vector_per_layer_and_word(model):
+    words = "the bright student solved the puzzle .".split()
+    vectors = model.embed_sentence(words)
+    assert vectors.shape == (model.config.n_layer + 1, len(words), model.config.n_embd)
+    assert torch.isfinite(vectors).all()
+
+
+def test_train_gpt_runs_and_lowers_the_loss(tmp_path):
+    out = tmp_path / "gpt.safetensors"
+    argv = ["--num-tokens", "20000", "--wordnet-fraction", "0", "--vocab-size", "300", "--layers", "1",
+            "--hidden", "32", "--heads", "2", "--block-size", "32", "--steps", "30", "--batch-size", "8",
+            "--lr", "3e-3", "--warmup-steps", "5", "--threads", "1", "--out", str(out)]  # fmt: skip
+    metrics = train_gpt.main(argv)
+    assert len(metrics["history"]) == 30
+    for name, loss in metrics["loss"].items():
+        assert loss < metrics["initial_loss"][name] - 0.5, f"{name}: the loss did not fall"
+    assert metrics["initial_loss"]["held-out documents"] == pytest.approx(math.log(300), abs=0.2)
+    loaded = gpt.load(out, device="cpu")
+    assert loaded.config.vocab_size == loaded.tokenizer.vocab_size == 300
+    card = out.with_suffix(".md").read_text(encoding="utf-8")
+    assert " ".join(argv) in card and str(loaded.config) in card
+
+
+def test_left_cues_are_used_and_right_cues_are_not(model):
+    train_occ = ToyWorld(0).sense_occurrences(20, "train")
+    train_top = embed_occurrences(model, train_occ)[-1]
+    accuracy = {}
+    for cue in ("left", "right"):
+        test_occ = [o for o in ToyWorld(1).sense_occurrences(20, "train") if o.cue == cue]
+        test_top = embed_occurrences(model, test_occ)[-1]
+        accuracy[cue] = nearest_sense_accuracy(train_top, train_occ, test_top, test_occ)
+    assert accuracy["left"] - accuracy["right"] >= GAP, accuracy
