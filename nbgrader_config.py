@@ -46,7 +46,9 @@ c.GenerateFeedback.preprocessors = [
 
 # Downloads from a learning-management system, `nbgrader zip_collect` style: files (or zips of files)
 # named <student>_<notebook>.ipynb or <student>_attempt_<timestamp>_<notebook>.ipynb.
-c.FileNameCollector.named_regexp = (
+c.FileNameCollectorPlugin.named_regexp = (
     r"^(?:.*/)?(?P<student_id>[A-Za-z0-9.\-]+)_(?:attempt_(?P<timestamp>[0-9\-]+)_)?"
     r"(?P<file_id>[A-Za-z0-9\-]+\.ipynb)$"
 )
+# A download is collected only into the assignment whose notebook it names.
+c.ZipCollectApp.strict = True

@@ -303,3 +303,21 @@ def test_forbid_library_calls_catches_calls_into_word2bert():
             device.resolve("cpu")
     with forbid_library_calls("answer"):
         sum(range(10))
+
+
+def test_downloads_are_collected_zip_collect_style(tmp_path):
+    import zipfile
+
+    from word2bert.grading import collect_downloads, find_submissions
+
+    for name in ("nbgrader_config.py", "solutions", "exercises"):
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, tmp_path / name)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    release = ROOT / "exercises" / "02-elmo" / "02-elmo.ipynb"
+    shutil.copy(release, downloads / "alice_02-elmo.ipynb")
+    with zipfile.ZipFile(downloads / "bob.zip", "w") as archive:
+        archive.write(release, "bob_attempt_2026-01-05-10-00-00_01-word2vec.ipynb")
+    shutil.copy(release, downloads / "notes.txt")
+    collect_downloads(tmp_path, downloads)
+    assert find_submissions(tmp_path) == [("alice", "02-elmo"), ("bob", "01-word2vec")]
