@@ -64,7 +64,7 @@ def test_right_cue_templates_put_nothing_sense_specific_before_the_word():
     # In a "right" template the words before the polyseme must be neutral (function words and general verbs)
     # or occur in the other sense's templates too, so that no left-to-right reader can know the sense yet.
     neutral = {"the", "a", "an", "some", "every", "is", "was", "saw", "heard", "said", "liked", "loves", "found",
-               "held", "took"}
+               "held", "took", "little"}
     for word, senses in toyworld.SENSE_TEMPLATES.items():
         for sense, templates in senses.items():
             other = next(s for s in senses if s != sense)
@@ -176,3 +176,11 @@ def test_pretraining_mix_contains_wordnet_text():
     world = ToyWorld(0).vocabulary()
     foreign = sum(len(s) for d in docs for s in d if not set(s) <= world)
     assert 49_000 < tokens < 52_000 and foreign > 10_000
+
+
+def test_heldout_templates_only_use_words_the_training_text_has():
+    # New sentence structures, but no new words: a model that never saw a cue word could not use it.
+    seen = {w for d in ToyWorld(0).corpus(300_000) for s in d for w in s}
+    for *_, template in toyworld._sense_templates("heldout"):
+        words = {i.split("=")[0].split("/")[0] for i in template.split() if not i.startswith("{")}
+        assert words <= seen, f"{template!r} uses words never seen in training: {sorted(words - seen)}"
