@@ -246,14 +246,17 @@ def test_feedback_shows_failures_but_never_hidden_tests(graded):
                     inside = False
                 elif inside and len(line.strip()) > 20 and not re.search("[\"']", line):
                     hidden.add(line.strip())
-    hidden -= public  # lines the visible tests share are no secret
+                elif not inside:
+                    public.add(line.strip())
+    public |= {line.strip() for p in FIXTURES.rglob("*.py") for line in p.read_text(encoding="utf-8").split("\n")}
+    hidden -= public  # lines that visible tests or answers share are no secret
     pages = sorted((root / "feedback").glob("*/*/*.html"))
     assert len(pages) == len(plan["full"]) + len(plan["zero"]) + len(plan["wrong"]) + len(plan["faults"])
     for page in pages:
         text = _text(page)
         assert "BEGIN HIDDEN" not in text and "END HIDDEN" not in text, page
-        leaked = [line for line in hidden if line in text]
-        assert not leaked, f"{page} shows hidden test source: {leaked[:3]}"
+        leaked = hidden & {line.strip() for line in text.split("\n")}
+        assert not leaked, f"{page} shows hidden test source: {sorted(leaked)[:3]}"
     wrong = _text(root / "feedback" / "wrong-0" / "01-word2vec" / "01-word2vec.html")
     assert "the traceback of hidden tests is not shown" in wrong
     assert "AssertionError" in wrong, "the student sees which tests failed and why"
