@@ -9,7 +9,7 @@ import torch
 from word2bert import elmo
 from word2bert.data import ToyWorld, Vocab
 from word2bert.elmo import BiLM, ElmoConfig, ScalarMix, make_batch, reverse_padded, word_char_ids
-from word2bert.probes import embed_occurrences, nearest_sense_accuracy
+from word2bert.probes import sense_probe
 from word2bert.training import TrainConfig
 from word2bert.word2vec import Word2Vec
 
@@ -164,24 +164,16 @@ def test_committed_checkpoint_loads(pretrained):
     assert torch.isfinite(vectors).all()
 
 
-MARGIN = 0.15  # the committed ELMo's best LSTM layer beats word2vec's static vectors by at least this much
-
-
-def seen_template_sense_accuracy(model) -> list[float]:
-    """Nearest-sense-centroid accuracy per layer (the shared rule of word2bert.probes): centroids from one toy
-    world, test occurrences from another: training templates, new words in their slots. (On held-out templates
-    most cue words never occur in the training text, and our small biLM scores near chance there; see
-    book/02-elmo/03-layers.)"""
-    centre_occ, test_occ = ToyWorld(0).sense_occurrences(10, "train"), ToyWorld(3).sense_occurrences(10, "train")
-    centre, test = embed_occurrences(model, centre_occ), embed_occurrences(model, test_occ)
-    return [nearest_sense_accuracy(centre[k], centre_occ, test[k], test_occ) for k in range(len(test))]
+# The committed biLM on held-out templates (sense_probe, seeds 0-2, see elmo.md): LSTM 1 0.672 ± 0.054, LSTM 2
+# 0.615 ± 0.015, against exactly 0.5 for any static vector. The test asks for 0.10, well inside the measured 0.17.
+MARGIN = 0.10
 
 
 def test_pretrained_elmo_beats_word2vec_on_word_senses(pretrained):
     corpus = [s for d in ToyWorld(0).corpus(20_000) for s in d]
     w2v = Word2Vec(corpus, vector_size=32, window=5, min_count=1, epochs=1, seed=0, device="cpu", progress=False)
-    static = seen_template_sense_accuracy(w2v)[0]
-    contextual = seen_template_sense_accuracy(pretrained)
+    static = sense_probe(w2v).mean[0]
+    contextual = sense_probe(pretrained).mean
     assert static == 0.5  # one vector per word: every sense ties, the tie goes to the first sense
     assert contextual[0] == 0.5  # ELMo's own token layer is static too
     assert max(contextual[1:]) >= static + MARGIN, f"ELMo layers {contextual} vs word2vec {static}"
