@@ -148,3 +148,19 @@ def pos_probe(model: Embedder, seeds: Sequence[int] = (0, 1, 2), n_train: int = 
         rows.append([linear_probe_accuracy(tr_x[layer], tr_y, te_x[layer], te_y, len(POS_TAGS), seed=seed)
                      for layer in range(tr_x.shape[0])])
     return ProbeResult("part of speech", torch.tensor(rows))
+
+
+def course_models(device=None, word2vec_tokens: int = 60_000) -> dict[str, Embedder]:
+    """The four models of the course, ready for side-by-side probes: a word2vec trained here on ``word2vec_tokens``
+    tokens of the toy world (a few seconds), and the committed ELMo, GPT and BERT checkpoints."""
+    from . import bert, elmo, gpt
+    from .word2vec import Word2Vec
+
+    corpus = [sentence for document in ToyWorld(0).corpus(word2vec_tokens) for sentence in document]
+    return {
+        "word2vec": Word2Vec(corpus, vector_size=64, window=5, min_count=2, epochs=2, seed=0, device=device,
+                             progress=False),
+        "ELMo": elmo.pretrained(device),
+        "GPT": gpt.pretrained(device),
+        "BERT": bert.pretrained(device),
+    }
