@@ -42,8 +42,10 @@ release: setup ## Regenerate exercises/ (student release) from solutions/
 autograde: setup ## Grade every submission under submitted/ (or a folder of downloads: make autograde DOWNLOADS=dir)
 	$(BIN)/python -m word2bert.grading autograde $(if $(DOWNLOADS),--downloads $(DOWNLOADS))
 
-checkpoints: setup ## Retrain the committed checkpoints (ELMo, GPT, BERT)
-	$(BIN)/python -m word2bert.checkpoints train-all
+checkpoints: setup ## Retrain the committed checkpoints (ELMo, GPT, BERT); about half an hour on a CPU
+	$(BIN)/python -m word2bert.scripts.train_elmo --threads 1
+	$(BIN)/python -m word2bert.scripts.train_gpt --probes --threads 1
+	$(BIN)/python -m word2bert.scripts.pretrain_bert --threads 1 --probes
 
 benchmarks: setup ## Run the benchmarks in benchmarks/ (installs gensim)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[bench]"
