@@ -181,7 +181,7 @@ def run_script(args, n_proc, tmp_path):
     metrics = tmp_path / f"metrics{n_proc}.json"
     common = [
         "--num-tokens", "6000", "--wordnet-fraction", "0", "--vocab-size", "300", "--max-seq-length", "48",
-        "--layers", "2", "--hidden", "32", "--heads", "2", "--steps", "40", "--batch-size", "16",
+        "--layers", "2", "--hidden", "32", "--heads", "2", "--steps", "40", "--long-steps", "0", "--batch-size", "16",
         "--warmup-steps", "4", "--lr", "3e-3", "--eval-every", "0", "--checkpoint-every", "0", "--dropout", "0",
         "--out", str(tmp_path / f"bert{n_proc}.safetensors"), "--metrics", str(metrics), "--no-card",
     ]  # fmt: skip

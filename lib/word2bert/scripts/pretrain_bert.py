@@ -39,21 +39,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     data.add_argument("--wordnet-fraction", type=float, default=0.25, help="share of WordNet glosses and examples")
     data.add_argument("--eval-fraction", type=float, default=0.03, help="documents held out for MLM/NSP accuracy")
     data.add_argument("--vocab-size", type=int, default=3000, help="WordPiece vocabulary size")
-    data.add_argument("--max-seq-length", type=int, default=128)
+    data.add_argument("--max-seq-length", type=int, default=128, help="pieces per instance in the last phase")
+    data.add_argument("--short-seq-length", type=int, default=64, help="pieces per instance before that")
     data.add_argument("--dupe-factor", type=int, default=1, help="passes over the documents making NSP pairs")
     model = p.add_argument_group("model")
     model.add_argument("--layers", type=int, default=4)
     model.add_argument("--hidden", type=int, default=128)
     model.add_argument("--heads", type=int, default=4)
     train = p.add_argument_group("training")
-    train.add_argument("--steps", type=int, default=1000)
-    train.add_argument("--batch-size", type=int, default=32, help="global batch, split over the ranks")
-    train.add_argument("--lr", type=float, default=1.5e-3)
-    train.add_argument("--warmup-steps", type=int, default=100)
+    train.add_argument("--steps", type=int, default=3000, help="steps on short instances")
+    train.add_argument("--long-steps", type=int, default=300, help="then steps on instances of --max-seq-length")
+    train.add_argument("--batch-size", type=int, default=16, help="global batch, split over the ranks")
+    train.add_argument("--lr", type=float, default=1e-3)
+    train.add_argument("--warmup-steps", type=int, default=300)
     train.add_argument("--whole-word-mask", action="store_true")
-    train.add_argument("--eval-every", type=int, default=200)
-    train.add_argument("--checkpoint-every", type=int, default=400)
-    train.add_argument("--dropout", type=float, default=0.1)
+    train.add_argument("--eval-every", type=int, default=500)
+    train.add_argument("--checkpoint-every", type=int, default=1000)
+    train.add_argument("--dropout", type=float, default=0.0)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--device", default=None, help="cuda, mps or cpu (default: the best available)")
     train.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
@@ -65,18 +67,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def build_data(args: argparse.Namespace, progress: bool = True):
-    """The WordPiece tokenizer and the NSP instances for training and for evaluation (held-out documents)."""
+def split_documents(args: argparse.Namespace) -> tuple[list, list]:
+    """(training documents, held-out documents) of the pre-training text."""
     docs = pretraining_documents(args.num_tokens, args.wordnet_fraction, seed=args.seed)
     n_eval = max(2, int(len(docs) * args.eval_fraction))
-    train_docs, eval_docs = docs[n_eval:], docs[:n_eval]
-    texts = (" ".join(s) for d in train_docs for s in d)
-    tokenizer = WordPieceTokenizer.train(texts, args.vocab_size, progress=progress)
-    train = create_pretraining_instances(
-        tokenize_documents(tokenizer, train_docs), args.max_seq_length, args.seed, dupe_factor=args.dupe_factor
-    )
-    held_out = create_pretraining_instances(tokenize_documents(tokenizer, eval_docs), args.max_seq_length, args.seed)
-    return tokenizer, train, held_out, sum(len(s) for d in train_docs for s in d)
+    return docs[n_eval:], docs[:n_eval]
+
+
+def build_data(args: argparse.Namespace, progress: bool = True):
+    """The WordPiece tokenizer, the training and held-out documents as piece ids, and the training words."""
+    train_docs, eval_docs = split_documents(args)
+    tokenizer = WordPieceTokenizer.train((" ".join(s) for d in train_docs for s in d), args.vocab_size, progress=progress)
+    words = sum(len(s) for d in train_docs for s in d)
+    return tokenizer, tokenize_documents(tokenizer, train_docs), tokenize_documents(tokenizer, eval_docs), words
+
+
+def phases(args: argparse.Namespace) -> list[tuple[int, int]]:
+    """(sequence length, steps) of each phase. As BERT (90% of the steps at 128 pieces, then 512), most steps use
+    short instances, which cost less; the last ones teach the remaining position embeddings."""
+    if args.long_steps and args.short_seq_length < args.max_seq_length:
+        return [(args.short_seq_length, args.steps), (args.max_seq_length, args.long_steps)]
+    return [(args.max_seq_length, args.steps)]
+
+
+def held_out_instances(args: argparse.Namespace, tokenizer: WordPieceTokenizer, eval_ids=None) -> list:
+    """The NSP instances of the held-out documents at the final length, on which the card's accuracies are
+    measured."""
+    if eval_ids is None:
+        eval_ids = tokenize_documents(tokenizer, split_documents(args)[1])
+    return create_pretraining_instances(eval_ids, args.max_seq_length, args.seed)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -85,7 +104,7 @@ def main(argv: list[str] | None = None) -> dict:
         torch.set_num_threads(args.threads)
     rank, world_size, device = init_distributed(args.device)
     started = time.time()
-    tokenizer, train, held_out, num_words = build_data(args, progress=rank == 0)
+    tokenizer, train_ids, eval_ids, num_words = build_data(args, progress=rank == 0)
     config = BertConfig(
         vocab_size=tokenizer.vocab_size, hidden_size=args.hidden, num_hidden_layers=args.layers,
         num_attention_heads=args.heads, intermediate_size=4 * args.hidden,
@@ -93,21 +112,31 @@ def main(argv: list[str] | None = None) -> dict:
     )  # fmt: skip
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     model = BertForPreTraining(config, tokenizer)
-    train_config = PretrainConfig(
-        steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps,
-        whole_word_mask=args.whole_word_mask, eval_every=args.eval_every,
-        checkpoint_every=args.checkpoint_every, seed=args.seed,
-    )  # fmt: skip
-    result = pretrain(model, train, tokenizer, train_config, held_out, device, lambda m: bert.save(m, args.out))
+    evals, losses, train_configs, num_instances = [], [], [], []
+    for i, (length, steps) in enumerate(phases(args)):
+        train = create_pretraining_instances(train_ids, length, args.seed + i, dupe_factor=args.dupe_factor)
+        held_out = create_pretraining_instances(eval_ids, length, args.seed)
+        train_config = PretrainConfig(
+            steps=steps, batch_size=args.batch_size, lr=args.lr,
+            warmup_steps=args.warmup_steps if i == 0 else max(1, steps // 10),
+            whole_word_mask=args.whole_word_mask, eval_every=args.eval_every,
+            checkpoint_every=args.checkpoint_every, seed=args.seed + i,
+        )  # fmt: skip
+        result = pretrain(model, train, tokenizer, train_config, held_out, device, lambda m: bert.save(m, args.out))
+        evals += [{**e, "step": e["step"] + len(losses), "seq_length": length} for e in result.evals]
+        losses += result.losses
+        train_configs.append(train_config)
+        num_instances.append(len(train))
     metrics = {
         "world_size": world_size,
         "device": str(device),
         "final_train_loss": result.final_loss,
-        "eval": result.evals[-1] if result.evals else {},
-        "eval_history": result.evals,
+        "eval": evals[-1] if evals else {},
+        "eval_history": evals,
+        "losses": losses,
         "parameter_digests": result.parameter_digests,
         "parameters": count_parameters(model),
-        "train_instances": len(train),
+        "train_instances": num_instances,
         "eval_instances": len(held_out),
         "train_words": num_words,
         "vocab_size": tokenizer.vocab_size,
@@ -122,14 +151,14 @@ def main(argv: list[str] | None = None) -> dict:
         if args.metrics:
             args.metrics.write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         if not args.no_card:
-            write_card(args, config, train_config, metrics)
+            write_card(args, config, train_configs, metrics)
         print(json.dumps({k: metrics[k] for k in ("final_train_loss", "eval", "world_size")}))
     if dist.is_initialized():
         dist.destroy_process_group()
     return metrics
 
 
-def write_card(args: argparse.Namespace, config: BertConfig, train_config: PretrainConfig, metrics: dict) -> Path:
+def write_card(args: argparse.Namespace, config: BertConfig, train_configs: list, metrics: dict) -> Path:
     """``bert.md`` next to the checkpoint: data, configuration, the exact command, metrics."""
     launcher = "python -m word2bert.scripts.pretrain_bert"
     if metrics["world_size"] > 1:
@@ -153,14 +182,16 @@ def write_card(args: argparse.Namespace, config: BertConfig, train_config: Pretr
         ),
         f"- WordPiece vocabulary of {metrics['vocab_size']} pieces trained on the training documents.",
         (
-            f"- {metrics['train_instances']:,} NSP instances (max. {args.max_seq_length} pieces, dupe factor "
-            f"{args.dupe_factor}), masked afresh for every batch (15%, 80/10/10"
+            f"- NSP instances per phase (max. pieces: count): "
+            f"{', '.join(f'{n}: {c:,}' for (n, _), c in zip(phases(args), metrics['train_instances']))}; dupe "
+            f"factor {args.dupe_factor}; masked afresh for every batch (15%, 80/10/10"
             f"{', whole words' if args.whole_word_mask else ''})."
         ),
         "",
         "## Configuration",
         f"- Model: `{config}`, {metrics['parameters']:,} parameters.",
-        f"- Training: `{train_config}`; AdamW, linear warm-up then linear decay, gradient clipping at 1.0.",
+        *(f"- Phase {i + 1}, {n} pieces: `{c}`" for i, ((n, _), c) in enumerate(zip(phases(args), train_configs))),
+        "- AdamW with weight-decay groups, linear warm-up then linear decay in each phase, gradient clipping at 1.0.",
         f"- Ran on {metrics['world_size']} process(es), device `{metrics['device']}`, in {metrics['minutes']:.1f} min.",
         "",
         "## Command",
@@ -168,8 +199,8 @@ def write_card(args: argparse.Namespace, config: BertConfig, train_config: Pretr
         command,
         "```",
         "",
-        "## Metrics (held-out documents, fixed masks)",
-        f"- Final training loss (mean of the last 10% of steps): {metrics['final_train_loss']:.3f}",
+        f"## Metrics (held-out documents, {args.max_seq_length} pieces, fixed masks)",
+        f"- Final training loss (mean of the last 10% of the last phase's steps): {metrics['final_train_loss']:.3f}",
         f"- Held-out loss (MLM + NSP): {e.get('loss', float('nan')):.3f}",
         f"- MLM accuracy: {e.get('mlm_accuracy', float('nan')):.3f}",
         f"- NSP accuracy: {e.get('nsp_accuracy', float('nan')):.3f}",
