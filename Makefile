@@ -4,6 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JOBS   ?= 2
+# The venv's tools first on PATH: nbgrader calls `alembic`, notebooks' kernels call `python`, by name.
+export PATH := $(abspath $(BIN)):$(PATH)
 
 .DEFAULT_GOAL := help
 .PHONY: help setup system-deps book test test-fast release autograde checkpoints benchmarks lint clean
