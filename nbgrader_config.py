@@ -18,15 +18,19 @@ c.CourseDirectory.release_directory = "exercises"
 # (every test cell calling it would wait that long); our test cells finish in a few seconds on a
 # laptop CPU. A cell that runs out of time is interrupted and the rest of the notebook still runs.
 c.Execute.timeout = 20
+# Cells that train a model get longer, by grade id (word2bert.grading.Execute): exercise 5 fine-tunes
+# BERT for about 5 s on a laptop CPU, many times that on a loaded grading machine.
+c.Execute.cell_timeouts = {"test_ClassificationHead_fine_tuning": 120}
 c.Execute.interrupt_on_timeout = True
 c.Execute.execute_retries = 0
 
 # Test cells a student deleted come back from the source notebook (edited ones are overwritten anyway).
 c.OverwriteCells.add_missing_cells = True
 
-# Output limits: nbgrader limits lines; our LimitOutput also limits characters (one huge line).
+# Our Execute adds per-cell time limits; nbgrader limits output lines, our LimitOutput also
+# characters (one huge line).
 c.Autograde.autograde_preprocessors = [
-    "nbgrader.preprocessors.Execute",
+    "word2bert.grading.Execute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "word2bert.grading.LimitOutput",

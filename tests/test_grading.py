@@ -1,13 +1,15 @@
 """The graders, through the real pipeline: `python -m word2bert.grading autograde` (nbgrader inside).
 
-One class of submissions is graded once, in parallel (module fixture), then examined:
+One class of submissions is graded once, two at a time (module fixture), then examined:
 - every solutions/ notebook gets full marks, the untouched release zero on every test cell;
 - the alternative correct implementations in tests/fixtures/grading/<assignment>/correct/ get full
   marks, each known-wrong one in .../wrong/ loses points on its own function's test cells (a
   submission carries one wrong implementation per function; the others are the solution's);
 - the fault cases (infinite loop, kernel crash, segfault, invalid JSON, deleted, edited and duplicated
-  test cells, megabytes of output) are scored and reported, and never stop the batch;
-- feedback shows failures but never the source of hidden tests;
+  test cells, megabytes of output) are scored and reported, and never stop the batch; faults that
+  leave the kernel running share a submission, each in another function's cells, checked per cell;
+- feedback shows failures but never the source of hidden tests (written for the submissions that
+  fail tests, FEEDBACK_STUDENTS: the cost of grading is the kernels, so fixtures skip the rest);
 - the committed exercises/ is what `release` generates.
 """
 
@@ -33,6 +35,9 @@ ASSIGNMENTS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 # An answer that may call another student function: its tests also fail when that one is wrong.
 DEPENDS = {"build_pair_input": {"truncate_pair"}}
 FAULT_ASSIGNMENT = "01-word2vec"
+# Whose HTML feedback is written: every test of the release fails (hidden ones included), wrong-0 fails
+# with the graders' messages, the two faults fail to grade or time out.
+FEEDBACK_STUDENTS = ("release", "wrong-0", "fault-not-json", "fault-runaway")
 
 pytestmark = pytest.mark.slow
 
@@ -96,38 +101,38 @@ def write(root: Path, student: str, assignment: str, nb=None, text: str | None =
         nbformat.write(nb, str(path))
 
 
-def fault_submissions(root: Path) -> dict[str, str]:
-    """Broken submissions of FAULT_ASSIGNMENT; returns student -> what the summary must mention."""
+def fault_submissions(root: Path) -> dict[str, list[str]]:
+    """Broken submissions of FAULT_ASSIGNMENT; returns student -> what the summary must mention.
+
+    fault-runaway loops in the first answer cell and prints megabytes from the other two;
+    fault-tests deletes the first function's tests, edits the second's (over a wrong answer) and
+    duplicates the third's. The kernel-killing and unreadable ones stand alone.
+    """
     a = FAULT_ASSIGNMENT
     answers = solution_code(a)
-    first = next(iter(answers))  # skipgram_pairs
-    wrong = fixtures(a, "wrong")[first][0].read_text(encoding="utf-8")
+    first, second, third = answers  # skipgram_pairs, noise_distribution, sgns_loss
 
-    def with_answer(extra: str):
-        return submission(a, {**answers, first: extra + "\n" + answers[first]})
+    def prefixed(extra: dict[str, str]):
+        return submission(a, {**answers, **{f: code + "\n" + answers[f] for f, code in extra.items()}})
 
-    write(root, "fault-loop", a, with_answer("while True:\n    pass"))
-    write(root, "fault-exit", a, with_answer("import os\nos._exit(1)"))
-    write(root, "fault-segfault", a, with_answer("import ctypes\nctypes.string_at(0)"))
+    write(root, "fault-runaway", a, prefixed({first: "while True:\n    pass",
+                                              second: "for i in range(300_000):\n    print(i)",
+                                              third: "print('x' * 5_000_000)"}))
+    write(root, "fault-exit", a, prefixed({first: "import os\nos._exit(1)"}))
+    write(root, "fault-segfault", a, prefixed({first: "import ctypes\nctypes.string_at(0)"}))
     write(root, "fault-not-json", a, text='{"cells": [ this is not json')
-    write(root, "fault-many-lines", a, with_answer("for i in range(300_000):\n    print(i)"))
-    write(root, "fault-huge-line", a, with_answer("print('x' * 5_000_000)"))
-    deleted = submission(a, answers)
-    deleted.cells = [c for c in deleted.cells if not c.metadata.get("nbgrader", {}).get("grade")]
-    write(root, "fault-deleted-tests", a, deleted)
-    edited = submission(a, {**answers, first: wrong})
-    for cell in edited.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade"):
+    wrong = fixtures(a, "wrong")[second][0].read_text(encoding="utf-8")
+    tampered = submission(a, {**answers, second: wrong})
+    for cell in tampered.cells:
+        if grade_id(cell) in cells_of(second, grade_cells(a)):
             cell.source = "pass"
-    write(root, "fault-edited-tests", a, edited)
-    duplicated = submission(a, answers)
-    tests = [c for c in duplicated.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    duplicated.cells += [copy.deepcopy(tests[0]), copy.deepcopy(tests[-1])]
-    write(root, "fault-duplicated", a, duplicated)
-    return {"fault-loop": "s limit", "fault-exit": "kernel crashed", "fault-segfault": "kernel crashed",
-            "fault-not-json": "not a valid notebook", "fault-many-lines": "output truncated",
-            "fault-huge-line": "output truncated", "fault-deleted-tests": "deleted test cells",
-            "fault-edited-tests": "edited test cells", "fault-duplicated": "duplicated cells"}
+    duplicates = [copy.deepcopy(c) for c in tampered.cells if grade_id(c) in cells_of(third, grade_cells(a))]
+    tampered.cells = [c for c in tampered.cells if grade_id(c) not in cells_of(first, grade_cells(a))]
+    tampered.cells += duplicates
+    write(root, "fault-tests", a, tampered)
+    return {"fault-runaway": ["s limit", "output truncated"], "fault-exit": ["kernel crashed"],
+            "fault-segfault": ["kernel crashed"], "fault-not-json": ["not a valid notebook"],
+            "fault-tests": ["deleted test cells", "edited test cells", "duplicated cells"]}
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +162,8 @@ def graded(tmp_path_factory):
             plan["wrong"][(f"wrong-{k}", a)] = {f: p.name for f, p in chosen.items()}
     plan["faults"] = fault_submissions(root)
     run = subprocess.run([sys.executable, "-m", "word2bert.grading", "--root", str(root), "autograde",
-                          "--jobs", "2"], capture_output=True, text=True, timeout=900, check=False)
+                          "--jobs", "2", "--feedback-for", *FEEDBACK_STUDENTS],
+                         capture_output=True, text=True, timeout=1800, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
     with open(root / "grades.csv", encoding="utf-8") as stream:
         grades = {(r["student"], r["assignment"]): r for r in csv.DictReader(stream)}
@@ -209,23 +215,50 @@ def test_each_wrong_implementation_loses_points_on_its_own_tests(graded):
 def test_fault_cases_are_scored_and_reported(graded):
     root, plan, grades, cells, stdout = graded
     points = grade_cells(FAULT_ASSIGNMENT)
-    for student, reason in plan["faults"].items():
+    for student, reasons in plan["faults"].items():
         row = grades[(student, FAULT_ASSIGNMENT)]
-        assert reason in row["reason"], (student, row)
-        assert any(student in line and reason in line for line in stdout.splitlines()), student
-    score = {s: float(grades[(s, FAULT_ASSIGNMENT)]["score"]) for s in plan["faults"]}
-    full = sum(points.values())
+        for reason in reasons:
+            assert reason in row["reason"], (student, reason, row)
+            assert any(student in line and reason in line for line in stdout.splitlines()), (student, reason)
     for student in ("fault-exit", "fault-segfault", "fault-not-json"):
-        assert grades[(student, FAULT_ASSIGNMENT)]["status"] == "failed" and score[student] == 0
-    for student in ("fault-many-lines", "fault-huge-line", "fault-deleted-tests", "fault-duplicated"):
-        assert score[student] == full, student
-    first = cells_of("skipgram_pairs", points)
-    assert all(cells[("fault-loop", FAULT_ASSIGNMENT)][c] == 0 for c in first)
-    assert score["fault-loop"] == full - sum(points[c] for c in first), "the rest is graded after a timeout"
-    assert score["fault-edited-tests"] < full, "edited tests are restored, so the wrong answer loses points"
-    for student in ("fault-many-lines", "fault-huge-line"):
-        graded_nb = root / "autograded" / student / FAULT_ASSIGNMENT / f"{FAULT_ASSIGNMENT}.ipynb"
-        assert graded_nb.stat().st_size < 500_000, "output is truncated in the autograded notebook"
+        row = grades[(student, FAULT_ASSIGNMENT)]
+        assert row["status"] == "failed" and float(row["score"]) == 0, student
+    first, second, third = solution_code(FAULT_ASSIGNMENT)
+    runaway = cells[("fault-runaway", FAULT_ASSIGNMENT)]
+    assert all(runaway[c] == 0 for c in cells_of(first, points)), "the looping answer's tests get nothing"
+    assert all(runaway[c] == points[c] for c in cells_of(second, points) + cells_of(third, points)), (
+        "the rest is graded after a timeout, and printing a lot costs no points"
+    )
+    assert grades[("fault-runaway", FAULT_ASSIGNMENT)]["reason"].count("output truncated") == 2, (
+        "many lines and one huge line: both outputs are truncated"
+    )
+    graded_nb = root / "autograded" / "fault-runaway" / FAULT_ASSIGNMENT / f"{FAULT_ASSIGNMENT}.ipynb"
+    assert graded_nb.stat().st_size < 500_000, "output is truncated in the autograded notebook"
+    tampered = cells[("fault-tests", FAULT_ASSIGNMENT)]
+    assert all(tampered[c] == points[c] for c in cells_of(first, points)), "deleted tests are restored and run"
+    assert sum(tampered[c] for c in cells_of(second, points)) < sum(points[c] for c in cells_of(second, points)), (
+        "edited tests are restored, so the wrong answer loses points"
+    )
+    assert all(tampered[c] == points[c] for c in cells_of(third, points)), "a duplicated test counts once"
+
+
+def test_cells_that_train_get_their_own_time_limit():
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from word2bert.grading import Execute
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    execute = Execute(config=config)
+    limits = dict(config.Execute.cell_timeouts)
+    seen = set()
+    for a in ASSIGNMENTS:
+        for cell in solution_nb(a).cells:
+            if grade_id(cell) in limits:
+                seen.add(grade_id(cell))
+                assert execute.timeout_func(cell) == limits[grade_id(cell)] > execute.timeout
+            elif cell.cell_type == "code":
+                assert execute.timeout_func(cell) == execute.timeout
+    assert seen == set(limits), f"cell_timeouts names cells no notebook has: {set(limits) - seen}"
 
 
 def _text(path: Path) -> str:
@@ -251,7 +284,9 @@ def test_feedback_shows_failures_but_never_hidden_tests(graded):
     public |= {line.strip() for p in FIXTURES.rglob("*.py") for line in p.read_text(encoding="utf-8").split("\n")}
     hidden -= public  # lines that visible tests or answers share are no secret
     pages = sorted((root / "feedback").glob("*/*/*.html"))
-    assert len(pages) == len(plan["full"]) + len(plan["zero"]) + len(plan["wrong"]) + len(plan["faults"])
+    students = {p.relative_to(root / "feedback").parts[0] for p in pages}
+    assert students == set(FEEDBACK_STUDENTS), "feedback is written for the students asked for, and only them"
+    assert {p.parent.name for p in pages if p.parts[-3] == "wrong-0"} == set(ASSIGNMENTS)
     for page in pages:
         text = _text(page)
         assert "BEGIN HIDDEN" not in text and "END HIDDEN" not in text, page

@@ -27,6 +27,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,10 +89,31 @@ def _truncate(text: str, limit: int) -> str:
     return text[:limit] + f"\n... output truncated: {len(text):,} characters, the first {limit:,} kept ..."
 
 
+def _grade_id(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
 def _make_preprocessors():
+    from nbgrader.preprocessors import Execute as NbgraderExecute
     from nbgrader.preprocessors import LimitOutput as NbgraderLimitOutput
     from nbgrader.preprocessors import NbGraderPreprocessor
-    from traitlets import Integer
+    from traitlets import Dict, Integer
+
+    class Execute(NbgraderExecute):
+        """nbgrader's Execute, with longer time limits for the cells named in ``cell_timeouts``.
+
+        One limit cannot serve both a cell that trains a model (seconds on a laptop, many times that on a
+        loaded grading machine) and a student's infinite loop (every second of it is wasted). Cells are
+        named by grade id, which nbgrader checks against the gradebook, so a student cannot take a limit
+        meant for another cell.
+        """
+
+        cell_timeouts = Dict(value_trait=Integer(), help="grade id -> time limit in s, instead of `timeout`"
+                             ).tag(config=True)
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.timeout_func = lambda cell: self.cell_timeouts.get(_grade_id(cell), self.timeout)
 
     class LimitOutput(NbgraderLimitOutput):
         """nbgrader's line limit, plus a character limit per output (one huge line is one line)."""
@@ -132,7 +155,7 @@ def _make_preprocessors():
                                         "(the traceback of hidden tests is not shown)"]
             return cell, resources
 
-    return {"LimitOutput": LimitOutput, "HideHiddenTests": HideHiddenTests}
+    return {"Execute": Execute, "LimitOutput": LimitOutput, "HideHiddenTests": HideHiddenTests}
 
 
 def _output_chars(cell) -> int:
@@ -149,7 +172,7 @@ _lazy = {}
 
 def __getattr__(name):
     # Lazy so that student kernels importing forbid_library_calls do not import nbgrader.
-    if name in ("LimitOutput", "HideHiddenTests"):
+    if name in ("Execute", "LimitOutput", "HideHiddenTests"):
         if not _lazy:
             _lazy.update(_make_preprocessors())
         return _lazy[name]
@@ -200,6 +223,7 @@ class Result:
     cells: dict[str, float] = field(default_factory=dict)  # grade cell id -> points earned
     failed: str = ""  # why the submission could not be graded ("" if it was)
     notes: list[str] = field(default_factory=list)  # what went wrong but was handled
+    seconds: float = 0.0  # wall-clock time to grade it (and write its feedback)
 
 
 def collect_downloads(root: Path, downloads: Path) -> None:
@@ -234,7 +258,7 @@ def _without_hidden_tests(source: str) -> str:
 
 def _grade_cells(nb) -> dict[str, str]:
     """Test cells by id, as the student sees them (a solutions notebook compares equal to its release)."""
-    return {c.metadata.nbgrader["grade_id"]: _without_hidden_tests(c.source).strip() for c in nb.cells
+    return {_grade_id(c): _without_hidden_tests(c.source).strip() for c in nb.cells
             if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
 
 
@@ -279,11 +303,16 @@ def _failure_reason(log: str, timeout: float) -> str:
 
 
 def grade_one(root: Path, student: str, assignment: str, template_db: Path, out: Path,
-              timeout: float, feedback: bool = True) -> Result:
-    """Grade one submission in its own course directory under ``out``; copy results into ``root``."""
+              timeout: float, feedback: bool = True, cell_timeouts: dict[str, float] | None = None) -> Result:
+    """Grade one submission in its own course directory under ``out``; copy results into ``root``.
+
+    ``timeout`` is the time limit per cell, ``cell_timeouts`` the longer ones of named cells (by grade id).
+    """
     import nbformat
     from nbgrader.api import Gradebook
 
+    start = time.perf_counter()
+    cell_timeouts = cell_timeouts or {}
     result = Result(student, assignment)
     release_nb = nbformat.read(str(root / "exercises" / assignment / f"{assignment}.ipynb"),
                                as_version=4)
@@ -308,7 +337,8 @@ def grade_one(root: Path, student: str, assignment: str, template_db: Path, out:
         (target / notebook.name).unlink()  # graded as a missing notebook: zero, never a missing row
 
     log = course / "nbgrader.log"
-    limit = 60 + 2 * timeout * len(release_nb.cells)  # a backstop: cells are interrupted long before
+    # A backstop: cells are interrupted long before.
+    limit = 60 + 2 * sum(cell_timeouts.get(_grade_id(c), timeout) for c in release_nb.cells)
     try:
         with open(log, "w", encoding="utf-8") as stream:
             subprocess.run([sys.executable, "-m", "word2bert.grading", "_worker", str(course), assignment,
@@ -331,7 +361,7 @@ def grade_one(root: Path, student: str, assignment: str, template_db: Path, out:
                 result.cells[grade.name] = grade.score or 0.0
 
     if graded.exists() and not result.failed:
-        _notes_from_outputs(nbformat.read(str(graded), as_version=4), timeout, result)
+        _notes_from_outputs(nbformat.read(str(graded), as_version=4), timeout, cell_timeouts, result)
     else:
         result.cells = dict.fromkeys(result.cells, 0.0)
     result.score = sum(result.cells.values())
@@ -343,6 +373,7 @@ def grade_one(root: Path, student: str, assignment: str, template_db: Path, out:
             shutil.copytree(src, dst)
     if result.failed and feedback:
         _failure_feedback(root / "feedback" / student / assignment / f"{assignment}.html", result)
+    result.seconds = time.perf_counter() - start
     return result
 
 
@@ -364,12 +395,13 @@ def _worker(course: Path, assignment: str, student: str, feedback: bool) -> None
             break
 
 
-def _notes_from_outputs(nb, timeout: float, result: Result) -> None:
-    for cell in nb.cells:
-        cell_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", f"#{nb.cells.index(cell)}")
+def _notes_from_outputs(nb, timeout: float, cell_timeouts: dict[str, float], result: Result) -> None:
+    for index, cell in enumerate(nb.cells):
+        cell_id = _grade_id(cell) or f"#{index}"
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error" and output.get("ename") == "CellTimeoutError":
-                result.notes.append(f"cell {cell_id} ran past the {timeout:g} s limit (an infinite loop?)")
+                limit = cell_timeouts.get(cell_id, timeout)
+                result.notes.append(f"cell {cell_id} ran past the {limit:g} s limit (an infinite loop?)")
         chars = cell.get("metadata", {}).get("word2bert", {}).get("output_truncated_chars")
         if chars:
             result.notes.append(f"cell {cell_id} printed {chars:,} characters: output truncated")
@@ -437,12 +469,18 @@ def summary(results: list[Result]) -> str:
     if noted:
         lines += ["", "Handled while grading:"]
         lines += [f"  {r.student}/{r.assignment}: {'; '.join(r.notes)}" for r in noted]
+    by_time = {n: sorted(r.seconds for r in results if r.assignment == n) for n in names}
+    lines += ["", "Seconds per submission (median, slowest): " + ", ".join(
+        f"{n} {t[len(t) // 2]:.0f}, {t[-1]:.0f}" for n, t in by_time.items())]
     return "\n".join(lines)
 
 
 def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None,
-              timeout: float | None = None, feedback: bool = True) -> list[Result]:
-    """Grade every submission under ``root/submitted``; write gradebook, grades.csv and feedback/."""
+              timeout: float | None = None, feedback: bool | Collection[str] = True) -> list[Result]:
+    """Grade every submission under ``root/submitted``; write gradebook, grades.csv and feedback/.
+
+    ``feedback``: for every student (True), none (False), or only the students named.
+    """
     from tqdm.auto import tqdm
 
     root = root.resolve()
@@ -453,7 +491,8 @@ def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None
         print(f"No submissions found under {root / 'submitted'}/<student>/<assignment>/")
         return []
     jobs = jobs or os.cpu_count() or 1
-    timeout = timeout or _configured_timeout(root)
+    configured, cell_timeouts = _configured_timeouts(root)
+    timeout = timeout or configured
     with tempfile.TemporaryDirectory(prefix="word2bert-grading-") as tmp:
         out = Path(tmp)
         db = root / "gradebook.db"
@@ -462,7 +501,8 @@ def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None
         shutil.copy(db, template)
         results = []
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(grade_one, root, s, a, template, out, timeout, feedback)
+            futures = [pool.submit(grade_one, root, s, a, template, out, timeout,
+                                   feedback if isinstance(feedback, bool) else s in feedback, cell_timeouts)
                        for s, a in todo]
             for future in tqdm(as_completed(futures), total=len(futures), desc="autograde",
                                unit="submission"):
@@ -473,11 +513,12 @@ def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None
     return results
 
 
-def _configured_timeout(root: Path) -> float:
+def _configured_timeouts(root: Path) -> tuple[float, dict[str, float]]:
+    """The per-cell time limit, and the longer ones of named cells (``Execute.cell_timeouts``)."""
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
-    return float(config.Execute.get("timeout", 30))
+    return float(config.Execute.get("timeout", 30)), dict(config.Execute.get("cell_timeouts", {}))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -497,13 +538,16 @@ def main(argv: list[str] | None = None) -> None:
     grade.add_argument("--jobs", type=int, help="submissions graded at once (default: CPU count)")
     grade.add_argument("--timeout", type=float, help="per-cell time limit in s (default: the config's)")
     grade.add_argument("--no-feedback", action="store_true", help="skip the HTML feedback")
+    grade.add_argument("--feedback-for", nargs="+", metavar="STUDENT",
+                       help="write the HTML feedback of these students only")
     args = parser.parse_args(argv)
     if args.command == "_worker":
         _worker(args.course, args.assignment, args.student, args.feedback)
     elif args.command == "release":
         release(args.root.resolve())
     else:
-        results = autograde(args.root, args.downloads, args.jobs, args.timeout, not args.no_feedback)
+        feedback = False if args.no_feedback else set(args.feedback_for) if args.feedback_for else True
+        results = autograde(args.root, args.downloads, args.jobs, args.timeout, feedback)
         print(json.dumps({"submissions": len(results),
                           "failed": sum(bool(r.failed) for r in results)}))
 
