@@ -181,18 +181,10 @@ def __getattr__(name):
 
 # --- running nbgrader -----------------------------------------------------------------------------
 
-NBGRADER = [sys.executable, "-m", "nbgrader"]
-
-
-def _nbgrader(root: Path, *args: str, db: Path | None = None, timeout: float | None = None,
-              log: Path | None = None, extra: list[str] = ()) -> subprocess.CompletedProcess:
+def _nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
     """One nbgrader command in course root ``root`` (its nbgrader_config.py applies)."""
-    command = [*NBGRADER, *args, f"--CourseDirectory.root={root}", *extra]
-    if db is not None:
-        command.append(f"--CourseDirectory.db_url=sqlite:///{db}")
-    with open(log or os.devnull, "a", encoding="utf-8") as stream:
-        return subprocess.run(command, cwd=root, stdout=stream, stderr=subprocess.STDOUT,
-                              timeout=timeout, check=False)
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"], cwd=root,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=False)
 
 
 def assignments(root: Path) -> list[str]:
@@ -200,15 +192,36 @@ def assignments(root: Path) -> list[str]:
                   if p.is_dir() and (p / f"{p.name}.ipynb").exists())
 
 
+def _api(root: Path, db: Path, release_directory: Path | None = None):
+    """nbgrader's Python API on course ``root`` (its nbgrader_config.py applies), gradebook ``db``."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    config.CourseDirectory.root = str(root)
+    config.CourseDirectory.db_url = f"sqlite:///{db}"
+    if release_directory is not None:
+        config.CourseDirectory.release_directory = str(release_directory)
+    return NbGraderAPI(CourseDirectory(config=config), config=config)
+
+
+def _generate(root: Path, names: list[str], db: Path, release_directory: Path | None = None) -> None:
+    """``nbgrader generate_assignment`` of every name, in this process (one start-up for all)."""
+    api = _api(root, db, release_directory)
+    for name in names:
+        outcome = api.generate_assignment(name, force=True, create=True)
+        if not outcome["success"]:
+            sys.exit(f"nbgrader generate_assignment {name} failed:\n{outcome.get('log', '')}"
+                     f"{outcome.get('error', '')}")
+
+
 def release(root: Path) -> None:
     """Regenerate ``exercises/`` from ``solutions/`` (the gradebook used is a temporary one)."""
     with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "release.log"
-        for name in assignments(root):
-            result = _nbgrader(root, "generate_assignment", name, "--force", db=Path(tmp) / "gb.db",
-                               log=log)
-            if result.returncode != 0:
-                sys.exit(f"nbgrader generate_assignment {name} failed:\n{log.read_text(encoding='utf-8')}")
+        names = assignments(root)
+        _generate(root, names, Path(tmp) / "gb.db")
+        for name in names:
             print(f"released exercises/{name}/")
 
 
@@ -379,14 +392,7 @@ def grade_one(root: Path, student: str, assignment: str, template_db: Path, out:
 
 def _worker(course: Path, assignment: str, student: str, feedback: bool) -> None:
     """nbgrader autograde (and generate_feedback) of one submission, in one process (one start-up)."""
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-    from traitlets.config.loader import PyFileConfigLoader
-
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-    config.CourseDirectory.root = str(course)
-    config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
-    api = NbGraderAPI(CourseDirectory(config=config), config=config)
+    api = _api(course, course / "gradebook.db")
     steps = [api.autograde] + ([api.generate_feedback] if feedback else [])
     for step in steps:
         outcome = step(assignment, student)
@@ -417,12 +423,7 @@ def _failure_feedback(path: Path, result: Result) -> None:
 
 def _register(root: Path, names: list[str], db: Path, scratch: Path) -> None:
     """Put the assignments (notebooks, cells, hidden tests) into gradebook ``db``; exercises/ untouched."""
-    log = scratch / "register.log"
-    for name in names:
-        result = _nbgrader(root, "generate_assignment", name, "--force", db=db, log=log, timeout=600,
-                           extra=[f"--CourseDirectory.release_directory={scratch / 'release'}"])
-        if result.returncode != 0:
-            sys.exit(f"nbgrader generate_assignment {name} failed:\n{log.read_text(encoding='utf-8')}")
+    _generate(root, names, db, scratch / "release")
 
 
 def _record(db: Path, results: list[Result]) -> None:
