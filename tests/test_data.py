@@ -184,3 +184,11 @@ def test_heldout_templates_only_use_words_the_training_text_has():
     for *_, template in toyworld._sense_templates("heldout"):
         words = {i.split("=")[0].split("/")[0] for i in template.split() if not i.startswith("{")}
         assert words <= seen, f"{template!r} uses words never seen in training: {sorted(words - seen)}"
+
+
+def test_heldout_sentiment_uses_only_training_words_and_questions_carry_no_tags():
+    seen = {w for x in ToyWorld(0).sentiment(3_000, "train") for w in x.tokens}
+    for x in ToyWorld(0).sentiment(300, "heldout"):
+        assert set(x.tokens) <= seen, sorted(set(x.tokens) - seen)
+    for split in ("train", "heldout"):
+        assert not any("/" in w for x in ToyWorld(0).qa(300, split) for w in x.question)

@@ -447,10 +447,10 @@ SENTIMENT_TEMPLATES: dict[str, list[str]] = {
         "the {review_thing} looked {nadj2} , but it was {adj} .",
         "{name} found the {review_thing} quite {adj} .",
     ],
-    "heldout": [
-        "we all agreed that the {review_thing} was {adj} .",
-        "nobody could say the {review_thing} was {nadj} .",
-        "the {review_thing} started {nadj2} , but in the end it was {adj} .",
+    "heldout": [  # new structures, but only words the training templates use
+        "{name} said the {review_thing} was really {adj} .",
+        "i found the {review_thing} not {nadj} at all .",
+        "the {review_thing} looked {nadj2} but {name} said it was {adj} .",
     ],
 }
 
@@ -750,6 +750,7 @@ class ToyWorld:
             offset = sum(len(s.tokens) for s in sentences[: sentences.index(target)])
             start = offset + next(i for i in range(len(target.tokens)) if target.tokens[i:i + len(ans)] == ans)
             question = QA_FACTS[fact][1][split].replace("{name}", a).replace("{pet}", fixed["pet"])
+            question = " ".join(item.split("/")[0] for item in question.split())  # drop explicit tags
             out.append(QAExample(tuple(passage), tuple(question.split()), start, start + len(ans) - 1))
         return out
 
