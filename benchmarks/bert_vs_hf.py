@@ -7,6 +7,7 @@ import time
 import torch
 from gpt_vs_hf import median_seconds  # same folder
 from transformers import BertConfig, BertForPreTraining
+
 from word2bert.bert import from_hf
 
 

@@ -6,6 +6,7 @@ import time
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
+
 from word2bert.gpt import from_hf
 
 

@@ -5,6 +5,7 @@ import torch
 from transformers import BertConfig as HFBertConfig
 from transformers import BertForPreTraining as HFBertForPreTraining
 from transformers import BertModel as HFBertModel
+
 from word2bert import bert
 from word2bert.bert import Bert, BertConfig, BertForPreTraining, count_parameters, from_hf
 from word2bert.training import TrainConfig, train

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import ByteLevelBPETokenizer, Tokenizer, decoders, models, pre_tokenizers
+
 from word2bert.bpe import ENDOFTEXT, BPETokenizer, bytes_to_unicode, pretokenize
 
 UNICODE = "Café naïve résumé, 日本語のテキスト 😀😀 ünïcödé Ελληνικά 12345 "

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
+
 from word2bert import gpt
 from word2bert.bpe import BPETokenizer
 from word2bert.gpt import GPT, GPTConfig, from_hf, sample_next

@@ -3,6 +3,7 @@
 import pytest
 import torch
 from torch import nn
+
 from word2bert.training import (
     TrainConfig,
     make_optimizer,

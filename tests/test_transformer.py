@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 from torch import nn
+
 from word2bert.transformer import (
     FeedForward,
     KVCache,

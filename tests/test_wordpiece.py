@@ -6,6 +6,7 @@ import textwrap
 import pytest
 from tokenizers import BertWordPieceTokenizer
 from transformers import BertTokenizerFast
+
 from word2bert.wordpiece import SPECIAL_TOKENS, UNK, WordPieceTokenizer, basic_tokenize
 
 TRAIN = inspect.getsource(textwrap) + " Café naïve RÉSUMÉ, the players played; playing! 東京 " * 10
