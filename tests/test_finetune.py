@@ -89,12 +89,12 @@ def test_encode_labels_first_pieces_and_answer_spans(encoder):
 
 
 # Margins over the baseline for one seed of a short run, set well below what the committed checkpoint reaches
-# (measured: sentiment 0.65 vs 0.45, NLI 0.84 vs 0.56, QA 0.57 vs 0.41) so that the test is about "clearly
+# (measured: sentiment 0.65 vs 0.42, NLI 0.84 vs 0.56, QA 0.57 vs 0.41) so that the test is about "clearly
 # better", not the last digit. POS is the exception: the toy world's held-out sentences reuse the training words,
 # so a word's most frequent tag already scores 0.98 and fine-tuned BERT (0.94 here) only comes close: the test
 # asks for no more than 0.05 below it. Classification and tagging are scored on held-out templates. QA is scored
 # on new passages asked with the training question templates: on held-out question templates ("in which city does
-# X live ?" where training asks "where does X live ?") the small BERT reaches about 0.2 exact match, below the
+# X live ?" where training asks "where does X live ?") the small BERT reaches 0.17 exact match, below the
 # word-overlap heuristic (0.53), because the toy world never says that "lives in" answers a question about a city.
 MARGINS = {"sentiment": ("accuracy", 0.1), "nli": ("accuracy", 0.15), "pos": ("token_accuracy", -0.05),
            "qa": ("exact_match", 0.05)}
