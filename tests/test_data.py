@@ -55,8 +55,9 @@ def test_heldout_templates_are_disjoint_from_training_templates():
     assert heldout and not train & heldout
     seen = {s.template for s in ToyWorld(0).sentences(2_000, "train")}
     assert not seen & heldout
-    train_q = {q["train"] for _, q in toyworld.QA_FACTS.values()}
-    assert not train_q & {q["heldout"] for _, q in toyworld.QA_FACTS.values()}
+    for part in (0, 1):  # passage sentences, questions
+        train_qa = {facts[part]["train"] for facts in toyworld.QA_FACTS.values()}
+        assert not train_qa & {facts[part]["heldout"] for facts in toyworld.QA_FACTS.values()}
     assert not set(toyworld.SENTIMENT_TEMPLATES["train"]) & set(toyworld.SENTIMENT_TEMPLATES["heldout"])
 
 
@@ -192,3 +193,16 @@ def test_heldout_sentiment_uses_only_training_words_and_questions_carry_no_tags(
         assert set(x.tokens) <= seen, sorted(set(x.tokens) - seen)
     for split in ("train", "heldout"):
         assert not any("/" in w for x in ToyWorld(0).qa(300, split) for w in x.question)
+
+
+def test_heldout_passages_use_training_words_in_sentences_training_never_has():
+    def sentences(passage):
+        return {s.strip() for s in " ".join(passage).split(" .") if s.strip()}
+
+    train = ToyWorld(0).qa(2_000, "train")
+    seen = {w for x in train for w in x.passage + x.question} | {w for d in ToyWorld(0).corpus(300_000) for s in d for w in s}
+    train_sentences = set().union(*(sentences(x.passage) for x in train))
+    heldout = ToyWorld(0).qa(300, "heldout", questions="train")
+    for x in heldout:
+        assert set(x.passage) <= seen, sorted(set(x.passage) - seen)
+        assert not sentences(x.passage) & train_sentences, sentences(x.passage) & train_sentences

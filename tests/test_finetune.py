@@ -88,23 +88,42 @@ def test_encode_labels_first_pieces_and_answer_spans(encoder):
         assert f.word_ids[s] == x.start and f.word_ids[e] == x.end and f.token_type_ids[s] == 1
 
 
-# Margins over the baseline for one seed of a short run, set well below what the committed checkpoint reaches
-# (measured: sentiment 0.65 vs 0.42, NLI 0.84 vs 0.56, QA 0.57 vs 0.41) so that the test is about "clearly
-# better", not the last digit. POS is the exception: the toy world's held-out sentences reuse the training words,
-# so a word's most frequent tag already scores 0.98 and fine-tuned BERT (0.94 here) only comes close: the test
-# asks for no more than 0.05 below it. Classification and tagging are scored on held-out templates. QA is scored
-# on new passages asked with the training question templates: on held-out question templates ("in which city does
-# X live ?" where training asks "where does X live ?") the small BERT reaches 0.17 exact match, below the
-# word-overlap heuristic (0.53), because the toy world never says that "lives in" answers a question about a city.
-MARGINS = {"sentiment": ("accuracy", 0.1), "nli": ("accuracy", 0.15), "pos": ("token_accuracy", -0.05),
-           "qa": ("exact_match", 0.05)}
+# Margins over the baseline, set well below what the committed checkpoint reaches so that the tests are about
+# "clearly better", not the last digit. Everything is scored on held-out templates. Measured, seed 0 (3-seed mean in
+# brackets): sentiment 0.65 vs 0.42 [0.64 vs 0.47]; NLI 0.89 vs 0.56 [0.89]; QA on held-out passage sentences 0.51
+# vs 0.11 [0.42 vs 0.11]. POS is run on 100 labelled sentences and averaged over three seeds: the toy world's
+# held-out sentences reuse the training words and most words have one tag, so with 300 sentences a word's most
+# frequent tag is as good as BERT (0.966 vs 0.964); with 100, pre-training pays (0.931 vs 0.902).
+CASES = {
+    "sentiment": (ft.FinetuneConfig(n_train=400, n_test=150), (0,), "accuracy", 0.1),
+    "nli": (ft.FinetuneConfig(n_train=400, n_test=150), (0,), "accuracy", 0.15),
+    "pos": (ft.FinetuneConfig(n_train=100, n_test=150, lr=2e-3), (0, 1, 2), "token_accuracy", 0.01),
+    "qa": (ft.FinetuneConfig(n_train=400, n_test=150, steps=150, dropout=0.0), (0,), "exact_match", 0.15),
+}
 
 
 @pytest.mark.parametrize("task", ft.TASKS)
 def test_finetuned_bert_against_the_baseline(task, encoder):
-    split = "unseen" if task == "qa" else "heldout"
-    config = ft.FinetuneConfig(n_train=400, n_test=150, steps=150 if task == "qa" else 100, test_split=split)
-    metric, margin = MARGINS[task]
-    result = ft.finetune(task, encoder, config, seed=0, device="cpu")
-    base = ft.baseline(task, config.n_train, config.n_test, seed=0, test_split=split)
-    assert result.metrics[metric] >= base[metric] + margin, (task, result.metrics, base)
+    config, seeds, metric, margin = CASES[task]
+    bert_score = ft.summarize([ft.finetune(task, encoder, config, s, device="cpu").metrics for s in seeds])[metric][0]
+    base = ft.summarize([ft.baseline(task, config.n_train, config.n_test, s) for s in seeds])[metric][0]
+    assert bert_score >= base + margin, (
+        f"{task}: fine-tuned BERT {metric} {bert_score:.3f} should beat the baseline's {base:.3f} by {margin}")
+
+
+def test_set_dropout_switches_on_dropout_everywhere_in_the_encoder(encoder):
+    import copy
+
+    from word2bert.transformer import MultiHeadSelfAttention
+
+    enc = copy.deepcopy(encoder)
+    ft.set_dropout(enc, 0.3)
+    rates = [m.p for m in enc.modules() if isinstance(m, torch.nn.Dropout)]
+    rates += [m.dropout for m in enc.modules() if isinstance(m, MultiHeadSelfAttention)]
+    assert len(rates) > enc.config.num_hidden_layers and set(rates) == {0.3}, rates
+    assert enc.config.dropout == 0.3 and encoder.config.dropout == 0.0, "the original encoder must stay untouched"
+    ids = torch.tensor([[encoder.tokenizer.cls_id, 10, 11, 12, encoder.tokenizer.sep_id]])
+    enc.train()
+    assert not torch.equal(enc(ids).last_hidden_state, enc(ids).last_hidden_state), "dropout is active in training"
+    enc.eval()
+    torch.testing.assert_close(enc(ids).last_hidden_state, enc(ids).last_hidden_state)

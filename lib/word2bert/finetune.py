@@ -32,6 +32,7 @@ from .elmo import ScalarMix
 from .pretraining import build_pair_input
 from .probes import linear_probe_accuracy
 from .training import TrainConfig, to_device, train
+from .transformer import MultiHeadSelfAttention
 from .wordpiece import WordPieceTokenizer
 
 TASKS = ("sentiment", "nli", "pos", "qa")
@@ -141,6 +142,17 @@ class FineTuner(nn.Module):
         return self.head(hidden)
 
 
+def set_dropout(encoder: Bert, p: float) -> None:
+    """Set every dropout rate of ``encoder`` (embeddings, attention weights, sub-layer outputs) to ``p``. BERT is
+    fine-tuned with 0.1; our small checkpoint was pre-trained without dropout, so fine-tuning switches it on."""
+    for m in encoder.modules():
+        if isinstance(m, nn.Dropout):
+            m.p = p
+        elif isinstance(m, MultiHeadSelfAttention):
+            m.dropout = p
+    encoder.config = replace(encoder.config, dropout=p)
+
+
 def make_head(task: str, encoder: Bert) -> nn.Module:
     """The task's head, sized for ``encoder``; a classification head's pooler starts from the encoder's."""
     hidden = encoder.config.hidden_size
@@ -159,11 +171,14 @@ def make_head(task: str, encoder: Bert) -> nn.Module:
 
 
 def examples(task: str, n: int, split: str = "train", seed: int = 0) -> list:
-    """``n`` toy-world examples of ``task`` from the templates of ``split`` ("train" or "heldout").
-    ``split="unseen"`` gives new examples of the *training* templates (another world's seed), not the training
-    examples themselves: a test of the task without the shift to new templates."""
+    """``n`` toy-world examples of ``task`` from the templates of ``split`` ("train" or "heldout"; for QA,
+    "heldout" holds out the passage sentences and keeps the training questions' wording, and "heldout-questions"
+    does the opposite). ``split="unseen"`` gives new examples of the *training* templates (another world's seed),
+    not the training examples themselves: a test of the task without the shift to new templates."""
     world = ToyWorld(seed + 1000 if split == "unseen" else seed)
     split = "train" if split == "unseen" else split
+    if task == "qa" and split in ("heldout", "heldout-questions"):
+        return world.qa(n, *(("heldout", "train") if split == "heldout" else ("train", "heldout")))
     if task == "sentiment":
         return world.sentiment(n, split)
     if task == "nli":
@@ -317,9 +332,10 @@ def qa_scores(predicted: Sequence[tuple[str, ...]], gold: Sequence[tuple[str, ..
 class FinetuneConfig:
     n_train: int = 400
     n_test: int = 200
-    steps: int = 100
+    steps: int = 200
     batch_size: int = 16
     lr: float = 1e-3  # full fine-tuning of the small course BERT; the frozen variant uses `feature_lr`
+    dropout: float = 0.1  # in the encoder while fine-tuning, as in the paper (the heads have their own)
     feature_lr: float = 3e-3
     warmup_fraction: float = 0.1
     feature_based: bool = False
@@ -415,6 +431,7 @@ def finetune(
     tokenizer = encoder.tokenizer
     torch.manual_seed(seed)
     enc = copy.deepcopy(encoder)
+    set_dropout(enc, config.dropout)
     model = FineTuner(enc, make_head(task, enc), config.feature_based).to(device)
     loader = task_loader(task, tokenizer, config.n_train, "train", config.batch_size, seed,
                          max_length=config.max_length, label_all_pieces=config.label_all_pieces)

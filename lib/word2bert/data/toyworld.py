@@ -479,19 +479,26 @@ _NLI_EVENTS = [  # (past tense, base form, objects)
     ("bought", "buy", "fruit"), ("peeled", "peel", "fruit"),
 ]
 
-QA_FACTS: dict[str, tuple[str, dict[str, str]]] = {
-    # fact -> (passage sentence, {split: question}); the answer is the span filled by the {answer} slot.
-    "city": ("{name} lives in {answer:city} .",
+QA_FACTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    # fact -> ({split: passage sentence}, {split: question}); the answer is the span filled by the {answer} slot.
+    # Held-out passage sentences state the same fact in a new order, with words the training sentences use; the
+    # held-out questions use new words too ("city", "own"), which no training text connects with the fact.
+    "city": ({"train": "{name} lives in {answer:city} .", "heldout": "{answer:city} is where {name} lives ."},
              {"train": "where does {name} live ?", "heldout": "in which city does {name} live ?"}),
-    "job": ("{name} works as a {answer:job} at the {workplace} .",
+    "job": ({"train": "{name} works as a {answer:job} at the {workplace} .",
+             "heldout": "at the {workplace} , {name} works as a {answer:job} ."},
             {"train": "what does {name} work as ?", "heldout": "what is the job of {name} ?"}),
-    "vehicle": ("{name} drives a {answer:color+vehicle} to work/NOUN .",
+    "vehicle": ({"train": "{name} drives a {answer:color+vehicle} to work/NOUN .",
+                 "heldout": "to work/NOUN , {name} drives a {answer:color+vehicle} ."},
                 {"train": "what does {name} drive ?", "heldout": "which vehicle does {name} own ?"}),
-    "food": ("the favorite food of {name} is {answer:food} .",
+    "food": ({"train": "the favorite food of {name} is {answer:food} .",
+              "heldout": "{answer:food} is the favorite food of {name} ."},
              {"train": "what is the favorite food of {name} ?", "heldout": "which food does {name} like/VERB best ?"}),
-    "pet": ("{name} has a {answer:pet} named {petname} .",
+    "pet": ({"train": "{name} has a {answer:pet} named {petname} .",
+             "heldout": "a {answer:pet} named {petname} lives with {name} ."},
             {"train": "what pet does {name} have ?", "heldout": "which animal does {name} keep as a pet ?"}),
-    "petname": ("the {pet} of {name} is called {answer:petname} .",
+    "petname": ({"train": "the {pet} of {name} is called {answer:petname} .",
+                 "heldout": "{name} has a {pet} called {answer:petname} ."},
                 {"train": "what is the name of the {pet} of {name} ?", "heldout": "what is the {pet} of {name} called ?"}),
 }
 
@@ -725,7 +732,7 @@ class ToyWorld:
         facts = rng.sample(list(QA_FACTS), rng.randint(3, len(QA_FACTS)))
         sentences, answers = [], {}
         for fact in facts:
-            template = QA_FACTS[fact][0]
+            template = QA_FACTS[fact][0][split]
             item = next(i for i in template.split() if i.startswith("{answer:"))
             slots = item[len("{answer:"):-1].split("+")
             answer = tuple(fixed.get(slot) or rng.choice(LEXICON[slot][1]) for slot in slots)
@@ -734,9 +741,12 @@ class ToyWorld:
             answers[fact] = (sentences[-1], answer)
         return sentences, answers, fixed
 
-    def qa(self, n: int, split: str = "train") -> list[QAExample]:
-        """Passages about two people and a question about one of them; the answer is a span of the passage."""
+    def qa(self, n: int, split: str = "train", questions: str | None = None) -> list[QAExample]:
+        """Passages about two people and a question about one of them; the answer is a span of the passage. The
+        passage sentences come from ``split``'s templates, the questions' wording from ``questions``'s (by default
+        the same split): ``qa(n, "heldout", questions="train")`` asks familiar questions about new sentences."""
         rng = self._rng("qa", split)
+        questions = questions or split
         out = []
         while len(out) < n:
             a, b = rng.sample(LEXICON["name"][1], 2)
@@ -749,7 +759,7 @@ class ToyWorld:
             target, ans = answers[fact]
             offset = sum(len(s.tokens) for s in sentences[: sentences.index(target)])
             start = offset + next(i for i in range(len(target.tokens)) if target.tokens[i:i + len(ans)] == ans)
-            question = QA_FACTS[fact][1][split].replace("{name}", a).replace("{pet}", fixed["pet"])
+            question = QA_FACTS[fact][1][questions].replace("{name}", a).replace("{pet}", fixed["pet"])
             question = " ".join(item.split("/")[0] for item in question.split())  # drop explicit tags
             out.append(QAExample(tuple(passage), tuple(question.split()), start, start + len(ans) - 1))
         return out
