@@ -521,12 +521,16 @@ def summarize(metrics: Sequence[dict[str, float]]) -> dict[str, tuple[float, flo
 
 
 def learning_curve(task: str, encoder: Bert, sizes: Sequence[int], config: FinetuneConfig | None = None,
-                   seed: int = 0, device: str | torch.device | None = None) -> dict[str, list[float]]:
-    """The task's main metric for fine-tuned BERT and for the baseline, trained on each of ``sizes`` examples."""
-    config = config or FinetuneConfig()
+                   seed: int = 0, device: str | torch.device | None = None,
+                   done: dict[int, float] | None = None) -> dict[str, list[float]]:
+    """The task's main metric for fine-tuned BERT and for the baseline, trained on each of ``sizes`` examples.
+    ``done`` maps sizes already fine-tuned with this config and seed (e.g. a run made earlier) to their score, which
+    is reused instead of training again."""
+    config, done = config or FinetuneConfig(), done or {}
     metric = METRICS[task]
     curve: dict[str, list[float]] = {"n_train": list(sizes), "BERT": [], "baseline": []}
     for n in sizes:
-        curve["BERT"].append(finetune(task, encoder, replace(config, n_train=n), seed, device).metrics[metric])
+        bert_score = done[n] if n in done else finetune(task, encoder, replace(config, n_train=n), seed, device).metrics[metric]
+        curve["BERT"].append(bert_score)
         curve["baseline"].append(baseline(task, n, config.n_test, seed, config.test_split)[metric])
     return curve
