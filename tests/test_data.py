@@ -206,3 +206,10 @@ def test_heldout_passages_use_training_words_in_sentences_training_never_has():
     for x in heldout:
         assert set(x.passage) <= seen, sorted(set(x.passage) - seen)
         assert not sentences(x.passage) & train_sentences, sentences(x.passage) & train_sentences
+
+
+def test_qa_test_splits_share_no_passage_with_the_training_examples():
+    train = {x.passage for x in ToyWorld(0).qa(1_000, "train")}
+    for passages, questions in (("train", "heldout"), ("heldout", "train"), ("heldout", "heldout")):
+        test = ToyWorld(0).qa(200, passages, questions=questions)
+        assert not {x.passage for x in test} & train, (passages, questions)

@@ -443,9 +443,16 @@ def finetune(
         return task_loss(task, m(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]), batch)
 
     losses = train(model, loader, loss_fn, train_config, device, desc=f"fine-tuning ({task})")
+    return replace(evaluate(task, model, tokenizer, config, seed), losses=losses, model=model if keep_model else None)
+
+
+def evaluate(task: str, model: FineTuner, tokenizer: WordPieceTokenizer, config: FinetuneConfig,
+             seed: int = 0) -> FinetuneResult:
+    """Score a fine-tuned ``model`` on ``config.n_test`` examples of ``config.test_split`` (e.g. one model on
+    another held-out split than the one it was scored on)."""
     test = examples(task, config.n_test, config.test_split, seed)
     predictions = predict(task, model, tokenizer, test, config)
-    return FinetuneResult(task, score(task, predictions, test), losses, test, predictions, model if keep_model else None)
+    return FinetuneResult(task, score(task, predictions, test), [], test, predictions, model)
 
 
 # --- baselines ----------------------------------------------------------------------------------------------------

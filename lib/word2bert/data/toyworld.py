@@ -745,8 +745,10 @@ class ToyWorld:
         """Passages about two people and a question about one of them; the answer is a span of the passage. The
         passage sentences come from ``split``'s templates, the questions' wording from ``questions``'s (by default
         the same split): ``qa(n, "heldout", questions="train")`` asks familiar questions about new sentences."""
-        rng = self._rng("qa", split)
         questions = questions or split
+        _check_split(questions)
+        # Another stream for mixed splits: held-out wording must not come with the training passages themselves.
+        rng = self._rng("qa" if questions == split else f"qa/questions-{questions}", split)
         out = []
         while len(out) < n:
             a, b = rng.sample(LEXICON["name"][1], 2)

@@ -211,8 +211,10 @@ def write_card(args: argparse.Namespace, config: BertConfig, train_configs: list
     lines += [
         "",
         (
-            "Re-running the command on a CPU reproduces these numbers within ±0.02 accuracy (thread counts change "
-            "the floating-point sums slightly)."
+            "Re-running the command on a CPU reproduces the MLM and NSP accuracies within ±0.02 and the held-out "
+            "loss within ±0.1; the probes, which fit a classifier on the model's vectors, within ±0.05 per layer. "
+            "Thread counts and optimizer kernels change the order of floating-point sums, and the run drifts from "
+            "there."
         ),
     ]
     path = Path(args.out).with_suffix(".md")
