@@ -29,24 +29,21 @@ from word2bert.pretraining import (
     pretrain,
     tokenize_documents,
 )
+from word2bert.scripts.common import make_parser, save_card
 from word2bert.wordpiece import WordPieceTokenizer
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    data = p.add_argument_group("data")
-    data.add_argument("--num-tokens", type=int, default=400_000, help="words of pre-training text")
-    data.add_argument("--wordnet-fraction", type=float, default=0.25, help="share of WordNet glosses and examples")
+    p, groups = make_parser(__doc__, bert.CHECKPOINT, num_tokens=400_000)
+    data, model, train, out = groups.values()
     data.add_argument("--eval-fraction", type=float, default=0.03, help="documents held out for MLM/NSP accuracy")
     data.add_argument("--vocab-size", type=int, default=3000, help="WordPiece vocabulary size")
     data.add_argument("--max-seq-length", type=int, default=128, help="pieces per instance in the last phase")
     data.add_argument("--short-seq-length", type=int, default=64, help="pieces per instance before that")
     data.add_argument("--dupe-factor", type=int, default=1, help="passes over the documents making NSP pairs")
-    model = p.add_argument_group("model")
     model.add_argument("--layers", type=int, default=4)
     model.add_argument("--hidden", type=int, default=128)
     model.add_argument("--heads", type=int, default=4)
-    train = p.add_argument_group("training")
     train.add_argument("--steps", type=int, default=3000, help="steps on short instances")
     train.add_argument("--long-steps", type=int, default=300, help="then steps on instances of --max-seq-length")
     train.add_argument("--batch-size", type=int, default=16, help="global batch, split over the ranks")
@@ -56,14 +53,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     train.add_argument("--eval-every", type=int, default=500)
     train.add_argument("--checkpoint-every", type=int, default=1000)
     train.add_argument("--dropout", type=float, default=0.0)
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--device", default=None, help="cuda, mps or cpu (default: the best available)")
-    train.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
-    out = p.add_argument_group("output")
-    out.add_argument("--out", type=Path, default=bert.CHECKPOINT, help="the checkpoint (.safetensors)")
     out.add_argument("--metrics", type=Path, default=None, help="also write the results as JSON here")
     out.add_argument("--probes", action="store_true", help="score the sense and POS probes for the model card")
-    out.add_argument("--no-card", action="store_true", help="do not write the model card")
     return p.parse_args(argv)
 
 
@@ -217,9 +208,7 @@ def write_card(args: argparse.Namespace, config: BertConfig, train_configs: list
             "there."
         ),
     ]
-    path = Path(args.out).with_suffix(".md")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return save_card(args.out, lines)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Train the course's small ELMo on the toy world and WordNet: word vocabulary, biLM loss, probes, model card.
 
-    python -m word2bert.scripts.train_elmo           # the committed checkpoint (CPU, about a quarter of an hour)
+    python -m word2bert.scripts.train_elmo           # the committed checkpoint (CPU, a few minutes)
     python -m word2bert.scripts.train_elmo --num-tokens 5000 --epochs 1 --dim 16 --out /tmp/elmo.safetensors
 
 Every sentence is read as ``<s> words </s>``. The softmax predicts words of a vocabulary built from the training
@@ -26,37 +26,27 @@ from word2bert.data import ToyWorld, Vocab, WordNet, pretraining_documents, word
 from word2bert.device import resolve, seed_everything
 from word2bert.elmo import BiLM, ElmoConfig
 from word2bert.probes import pos_probe, sense_probe, wordnet_sense_probe
+from word2bert.scripts.common import make_parser, save_card
 from word2bert.training import TrainConfig
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    data = p.add_argument_group("data")
-    data.add_argument("--num-tokens", type=int, default=300_000, help="words of pre-training text")
-    data.add_argument("--wordnet-fraction", type=float, default=0.25, help="share of WordNet glosses and examples")
+    p, groups = make_parser(__doc__, elmo.CHECKPOINT, num_tokens=300_000)
+    data, model, training, out = groups.values()
     data.add_argument("--min-count", type=int, default=3, help="rarer words are <unk> for the softmax")
     data.add_argument("--vocab-size", type=int, default=10_000, help="at most this many output words")
-    model = p.add_argument_group("model")
     model.add_argument("--dim", type=int, default=128, help="token vectors and LSTM outputs")
     model.add_argument("--cell-dim", type=int, default=256, help="LSTM memory cells (projected down to --dim)")
     model.add_argument("--filters", default="1:32,2:32,3:64,4:64,5:64", help="width:count of the character CNN")
     model.add_argument("--max-characters", type=int, default=16)
     model.add_argument("--dropout", type=float, default=0.1)
-    training = p.add_argument_group("training")
     training.add_argument("--epochs", type=float, default=2.0)
     training.add_argument("--batch-size", type=int, default=64)
     training.add_argument("--lr", type=float, default=3e-3)
     training.add_argument("--warmup-steps", type=int, default=100)
-    training.add_argument("--seed", type=int, default=0)
-    training.add_argument("--device", default=None, help="cuda, mps or cpu (default: the best available)")
-    training.add_argument("--threads", type=int, default=None,
-                          help="CPU threads (1 is fastest on a machine whose cores other jobs share)")
-    out = p.add_argument_group("output")
-    out.add_argument("--out", type=Path, default=elmo.CHECKPOINT, help="the checkpoint (.safetensors)")
     out.add_argument("--probe-seeds", default="0,1,2", help="toy worlds the probes average over ('' skips them)")
     out.add_argument("--sense-n", type=int, default=20, help="sense probe: occurrences per sense per split")
     out.add_argument("--pos-n", type=int, default=300, help="POS probe: sentences per split")
-    out.add_argument("--no-card", action="store_true", help="do not write the model card")
     return p.parse_args(argv)
 
 
@@ -173,9 +163,7 @@ def write_card(args: argparse.Namespace, argv: list[str], config: ElmoConfig, tr
          "perplexity within about 10%: thread counts and optimizer kernels change the order of floating-point sums, "
          "and with dropout the run drifts from there. The test suite trains only a tiny configuration."),
     ]
-    path = Path(args.out).with_suffix(".md")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return save_card(args.out, lines)
 
 
 if __name__ == "__main__":

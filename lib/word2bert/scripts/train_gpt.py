@@ -1,6 +1,6 @@
 """Train the course's small GPT on the toy world and WordNet: byte-level BPE vocabulary, next-token loss, model card.
 
-    python -m word2bert.scripts.train_gpt            # the committed checkpoint (CPU, about ten minutes)
+    python -m word2bert.scripts.train_gpt            # the committed checkpoint (CPU, a few minutes)
     python -m word2bert.scripts.train_gpt --num-tokens 20000 --steps 20 --layers 1 --out /tmp/gpt.safetensors
 
 The documents are joined into one stream of BPE tokens, separated by ``<|endoftext|>`` (as GPT-2's WebText), and
@@ -26,35 +26,20 @@ from word2bert.bpe import ENDOFTEXT, BPETokenizer
 from word2bert.data import ToyWorld, pretraining_documents
 from word2bert.device import resolve, seed_everything
 from word2bert.gpt import GPT, GPTConfig
+from word2bert.scripts.common import make_parser, save_card
 from word2bert.training import TrainConfig, train
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    data = p.add_argument_group("data")
-    data.add_argument(
-        "--num-tokens", type=int, default=1_000_000, help="words of pre-training text"
-    )
-    data.add_argument(
-        "--wordnet-fraction", type=float, default=0.25, help="share of WordNet glosses and examples"
-    )
-    data.add_argument(
-        "--eval-fraction", type=float, default=0.02, help="documents held out for the loss"
-    )
-    data.add_argument(
-        "--vocab-size", type=int, default=2048, help="BPE vocabulary size (with 256 bytes)"
-    )
-    model = p.add_argument_group("model")
+    p, groups = make_parser(__doc__, gpt.CHECKPOINT, num_tokens=1_000_000)
+    data, model, training, out = groups.values()
+    data.add_argument("--eval-fraction", type=float, default=0.02, help="documents held out for the loss")
+    data.add_argument("--vocab-size", type=int, default=2048, help="BPE vocabulary size (with 256 bytes)")
     model.add_argument("--layers", type=int, default=4)
     model.add_argument("--hidden", type=int, default=128)
     model.add_argument("--heads", type=int, default=4)
     model.add_argument("--block-size", type=int, default=64)
-    model.add_argument(
-        "--post-ln", action="store_true", help="GPT-1's post-LN block instead of GPT-2's pre-LN"
-    )
-    training = p.add_argument_group("training")
+    model.add_argument("--post-ln", action="store_true", help="GPT-1's post-LN block instead of GPT-2's pre-LN")
     training.add_argument("--steps", type=int, default=600)
     training.add_argument("--batch-size", type=int, default=32)
     training.add_argument("--lr", type=float, default=2e-3)
@@ -62,23 +47,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     training.add_argument("--weight-decay", type=float, default=0.1)
     # The text is read about once, so there is little to over-fit: no dropout.
     training.add_argument("--dropout", type=float, default=0.0)
-    training.add_argument("--seed", type=int, default=0)
-    training.add_argument(
-        "--threads", type=int, default=None, help="CPU threads (default: torch's choice)"
-    )
-    training.add_argument(
-        "--device", default=None, help="cuda, mps or cpu (default: the best available)"
-    )
-    out = p.add_argument_group("output")
-    out.add_argument(
-        "--out", type=Path, default=gpt.CHECKPOINT, help="the checkpoint (.safetensors)"
-    )
-    out.add_argument(
-        "--probes",
-        action="store_true",
-        help="score the sense probe (left and right cues) for the card",
-    )
-    out.add_argument("--no-card", action="store_true", help="do not write the model card")
+    out.add_argument("--probes", action="store_true", help="score the sense probe (left and right cues) for the card")
     return p.parse_args(argv)
 
 
@@ -276,9 +245,7 @@ def write_card(
             "change the order of sums)."
         ),
     ]
-    path = Path(args.out).with_suffix(".md")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return save_card(args.out, lines)
 
 
 if __name__ == "__main__":
