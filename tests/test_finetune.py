@@ -127,3 +127,16 @@ def test_set_dropout_switches_on_dropout_everywhere_in_the_encoder(encoder):
     assert not torch.equal(enc(ids).last_hidden_state, enc(ids).last_hidden_state), "dropout is active in training"
     enc.eval()
     torch.testing.assert_close(enc(ids).last_hidden_state, enc(ids).last_hidden_state)
+
+
+def test_results_table_and_learning_curve_plot():
+    table = ft.results_table([("nli", "BERT", {"accuracy": (0.8912, 0.02), "macro_f1": (0.5, 0.0)})])
+    assert table.splitlines() == ["| task | model | metric | mean ± std |", "|---|---|---|---|",
+                                  "| nli | BERT | accuracy | 0.891 ± 0.020 |", "| nli | BERT | macro_f1 | 0.500 ± 0.000 |"]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    curve = {"n_train": [30, 100, 300], "BERT": [0.8, 0.9, 0.95], "baseline": [0.7, 0.85, 0.96]}
+    ax = ft.plot_learning_curve(curve, "part of speech", "token accuracy")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["30", "100", "300"], "ticks at the sizes, plainly"
+    assert [list(line.get_ydata()) for line in ax.get_lines()] == [curve["BERT"], curve["baseline"]]
