@@ -177,8 +177,10 @@ def examples(task: str, n: int, split: str = "train", seed: int = 0) -> list:
     not the training examples themselves: a test of the task without the shift to new templates."""
     world = ToyWorld(seed + 1000 if split == "unseen" else seed)
     split = "train" if split == "unseen" else split
-    if task == "qa" and split in ("heldout", "heldout-questions"):
-        return world.qa(n, *(("heldout", "train") if split == "heldout" else ("train", "heldout")))
+    if task == "qa" and split == "heldout":
+        return world.qa(n, "heldout", questions="train")  # new passage sentences, familiar questions
+    if task == "qa" and split == "heldout-questions":
+        return world.qa(n, "train", questions="heldout")  # passages of the training shapes, new wording
     if task == "sentiment":
         return world.sentiment(n, split)
     if task == "nli":
@@ -541,12 +543,13 @@ def learning_curve(task: str, encoder: Bert, sizes: Sequence[int], config: Finet
     """The task's main metric for fine-tuned BERT and for the baseline, trained on each of ``sizes`` examples.
     ``done`` maps sizes already fine-tuned with this config and seed (e.g. a run made earlier) to their score, which
     is reused instead of training again."""
-    config, done = config or FinetuneConfig(), done or {}
+    config, done = config or FinetuneConfig(), dict(done or {})
     metric = METRICS[task]
     curve: dict[str, list[float]] = {"n_train": list(sizes), "BERT": [], "baseline": []}
     for n in sizes:
-        bert_score = done[n] if n in done else finetune(task, encoder, replace(config, n_train=n), seed, device).metrics[metric]
-        curve["BERT"].append(bert_score)
+        if n not in done:
+            done[n] = finetune(task, encoder, replace(config, n_train=n), seed, device).metrics[metric]
+        curve["BERT"].append(done[n])
         curve["baseline"].append(baseline(task, n, config.n_test, seed, config.test_split)[metric])
     return curve
 
