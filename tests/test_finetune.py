@@ -1,5 +1,6 @@
 """Fine-tuning heads, losses, span decoding, metrics, and the four tasks against their baselines."""
 
+import copy
 import itertools
 
 import pytest
@@ -9,6 +10,7 @@ import torch.nn.functional as F
 from word2bert import bert
 from word2bert import finetune as ft
 from word2bert.data import ToyWorld
+from word2bert.transformer import MultiHeadSelfAttention
 
 
 def test_classification_head_reads_cls_through_a_pooler():
@@ -112,10 +114,6 @@ def test_finetuned_bert_against_the_baseline(task, encoder):
 
 
 def test_set_dropout_switches_on_dropout_everywhere_in_the_encoder(encoder):
-    import copy
-
-    from word2bert.transformer import MultiHeadSelfAttention
-
     enc = copy.deepcopy(encoder)
     ft.set_dropout(enc, 0.3)
     rates = [m.p for m in enc.modules() if isinstance(m, torch.nn.Dropout)]
