@@ -13,18 +13,19 @@ export PATH := $(abspath $(BIN)):$(PATH)
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml lib/word2bert_grader/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first, pinned: on machines with a CPU wheel on disk or a CPU index configured this takes the CPU build.
 	$(BIN)/python -m pip install --quiet -c constraints.txt torch
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps -e lib/word2bert_grader
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (word2bert)" >/dev/null
 	touch $@
 
 setup: $(STAMP) system-deps ## Create .venv with pinned versions and install WordNet (apt) where possible
 
-system-deps: ## Install Debian's wordnet-base (and chromium for the browser test) where apt-get is available
+system-deps: ## Install Debian's wordnet-base, bubblewrap (the grader's sandbox) and chromium where apt-get is available
 	@./.ci/system-deps
 
 book: setup ## Build the book (executes every notebook) into _build/html
@@ -39,10 +40,12 @@ test-fast: setup ## Unit tests only (no notebooks, no book build)
 	$(BIN)/python -m pytest -n $(JOBS) tests -m "not slow and not book"
 
 release: setup ## Regenerate exercises/ (student release) from solutions/
-	$(BIN)/python -m word2bert.grading release
+	$(BIN)/python -m word2bert_grader release
 
-autograde: setup ## Grade every submission under submitted/ (or a folder of downloads: make autograde DOWNLOADS=dir)
-	$(BIN)/python -m word2bert.grading autograde $(if $(DOWNLOADS),--downloads $(DOWNLOADS))
+# COURSE=dir grades another course root (an instructor's private copy); ARGS passes more options.
+autograde: setup ## Grade every submission under submitted/, each in a sandbox (DOWNLOADS=dir, ROSTER=file, JOBS=n)
+	$(BIN)/python -m word2bert_grader --root "$(or $(COURSE),.)" autograde --jobs $(JOBS) \
+		$(if $(DOWNLOADS),--downloads "$(DOWNLOADS)") $(if $(ROSTER),--roster "$(ROSTER)") $(ARGS)
 
 checkpoints: setup ## Retrain the committed checkpoints (ELMo, GPT, BERT); about half an hour on a CPU
 	$(BIN)/python -m word2bert.scripts.train_elmo --threads 1

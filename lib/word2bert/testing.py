@@ -1,0 +1,56 @@
+"""Helpers for the exercises' tests: they run in the student's kernel (``nbgrader validate``) and in
+the grader's trusted process. The grading pipeline itself is not here: it is the instructors'
+package ``word2bert_grader``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@contextlib.contextmanager
+def forbid_library_calls(what: str = "your answer"):
+    """Fail the enclosing test if any of word2bert's own code runs inside the block.
+
+    Exercises ask students to write what the library already has; an answer that calls (or subclasses)
+    the library's counterpart is not the student's own work. A profiler hook sees every Python call,
+    however the library function was imported. This is a courtesy check for the student's own kernel:
+    when grading, the sandbox that runs the student's code has no word2bert to call at all.
+    """
+    called = set()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            filename = frame.f_code.co_filename
+            if filename.startswith(_PACKAGE_DIR + os.sep) and filename != __file__:
+                module = os.path.relpath(filename, _PACKAGE_DIR)[: -len(".py")].replace(os.sep, ".")
+                called.add(f"word2bert.{module}.{frame.f_code.co_name}")
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+    assert not called, (
+        f"{what} runs the course library's own code ({', '.join(sorted(called))}); "
+        "the exercise is to write it yourself with torch, random and math."
+    )
+
+
+def assert_frequency(count: int, n: int, p: float, what: str, sigmas: float = 6.0) -> None:
+    """Assert that ``count`` successes in ``n`` independent trials fit probability ``p``.
+
+    Six standard deviations (plus a little slack for small counts): a correct implementation fails
+    with probability about 2e-9, while the mistakes the tests look for are off by far more.
+    """
+    expected = n * p
+    tolerance = sigmas * math.sqrt(n * p * (1 - p)) + 3
+    assert abs(count - expected) <= tolerance, (
+        f"{what}: expected about {expected:.0f} of {n} ({p:.2%}), found {count} ({count / n:.2%})"
+    )

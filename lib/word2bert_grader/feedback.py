@@ -1,0 +1,154 @@
+"""What the student and the instructor get back, built by the grader from data alone.
+
+- :func:`page`: the student's feedback, one self-contained HTML page: their cells and outputs, each
+  test's verdict and message. Hidden tests appear only as "hidden tests ran here" and their failure
+  message (written for the student); their source and output never. Everything the student wrote
+  is escaped or sanitized (markdown rendered without raw HTML, HTML outputs cleaned by bleach, images
+  only as PNG data), and the page has a size cap of its own.
+- :func:`graded_notebook`: the instructor's copy (``autograded/``), with the hidden tests, the
+  sandbox's outputs and the verdicts, in nbgrader's cell format.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import json
+import re
+
+import bleach
+from markdown_it import MarkdownIt
+
+MAX_PAGE_CHARS = 2_000_000
+_markdown = MarkdownIt("commonmark", {"html": False})  # raw HTML in markdown is shown as text
+_TAGS = {"table", "thead", "tbody", "tr", "th", "td", "p", "b", "i", "em", "strong", "code", "pre", "span",
+         "div", "br", "ul", "ol", "li", "h1", "h2", "h3", "h4", "sub", "sup"}
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; white-space: pre-wrap; word-break: break-word; }
+.cell { margin: 1rem 0; } .label { font-size: .8rem; color: #666; }
+.pass { border-left: 4px solid #2a7; padding-left: .6rem; } .fail { border-left: 4px solid #c33; padding-left: .6rem; }
+.output { border-left: 2px solid #ccc; padding-left: .6rem; } .note { background: #fff7e0; padding: .5rem; }
+img { max-width: 100%; }
+"""
+
+
+class _Budget:
+    def __init__(self, chars: int):
+        self.left = chars
+
+    def take(self, text: str) -> str:
+        if len(text) <= self.left:
+            self.left -= len(text)
+            return text
+        self.left = 0
+        return "<p class='note'>(more output was left out: the feedback page has a size limit)</p>"
+
+
+def page(result: dict, records) -> str:
+    budget = _Budget(MAX_PAGE_CHARS)
+    parts = [_header(result)]
+    for record in records:
+        step = record.step
+        if step.kind == "markdown":
+            parts.append(budget.take(f"<div class='cell'>{_markdown.render(step.source)}</div>"))
+        elif step.kind in ("setup", "answer", "student"):
+            label = {"setup": "read-only cell", "answer": f"your answer: {step.grade_id}",
+                     "student": "your cell"}[step.kind]
+            body = f"<div class='label'>{html.escape(label)}</div><pre>{html.escape(step.source)}</pre>"
+            body += "".join(_output(o) for o in record.outputs)
+            if record.failure:
+                body += f"<p class='note'>This cell {html.escape(record.failure)}.</p>"
+            parts.append(budget.take(f"<div class='cell'>{body}</div>"))
+        elif step.kind == "test":
+            parts.append(budget.take(_test(record, result)))
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+def _header(result: dict) -> str:
+    title = f"{result['assignment']}: feedback for {result['student']}"
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in result["notes"])
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"<p><b>Score: {result['score']:g} / {result['max_score']:g}</b></p>"
+            + (f"<div class='note'><p>While grading:</p><ul>{notes}</ul></div>" if notes else ""))
+
+
+def _test(record, result: dict) -> str:
+    step = record.step
+    hidden = step.visible != step.source
+    earned = result["cells"].get(step.grade_id, 0.0)
+    verdict = "passed" if record.passed else "failed"
+    body = (f"<div class='label'>test {html.escape(step.grade_id)}: {verdict}, {earned:g} / {step.points:g} "
+            f"points</div><pre>{html.escape(step.visible.strip())}"
+            + ("\n# (hidden tests ran here)" if hidden else "") + "</pre>")
+    if record.test_output:
+        body += f"<div class='output'><pre>{html.escape(record.test_output)}</pre></div>"
+    if not record.passed:
+        body += f"<div class='output'><pre>{html.escape(record.message or 'not run')}</pre></div>"
+    return f"<div class='cell {'pass' if record.passed else 'fail'}'>{body}</div>"
+
+
+def _output(output: dict) -> str:
+    if output.get("type") == "stream":
+        return f"<div class='output'><pre>{html.escape(output['text'])}</pre></div>"
+    data = output.get("data", {})
+    png = data.get("image/png", "")
+    if png and _is_png(png):
+        return f"<div class='output'><img alt='a figure from your cell' src='data:image/png;base64,{png}'></div>"
+    if "text/html" in data:
+        clean = bleach.clean(data["text/html"], tags=_TAGS, attributes={}, strip=True)
+        return f"<div class='output'>{clean}</div>"
+    return f"<div class='output'><pre>{html.escape(data.get('text/plain', ''))}</pre></div>"
+
+
+def _is_png(data: str) -> bool:
+    if not re.fullmatch(r"[A-Za-z0-9+/=\s]+", data):
+        return False
+    try:
+        return base64.b64decode(data[:64] + "=" * (-len(data[:64]) % 4))[:8] == b"\x89PNG\r\n\x1a\n"
+    except (binascii.Error, ValueError):
+        return False
+
+
+def failure_page(result: dict) -> str:
+    return (_header(result) + f"<p>Your submission could not be graded: {html.escape(result['failed'])}.</p>"
+            "</body></html>")
+
+
+def graded_notebook(source_cells: list[dict], records) -> str:
+    """The instructor's graded copy, as nbformat 4 JSON."""
+    meta = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id"): c.get("metadata", {})
+            for c in source_cells if c.get("metadata", {}).get("nbgrader")}
+    cells = []
+    for record in records:
+        step = record.step
+        metadata = meta.get(step.grade_id, {}) if step.kind != "student" and step.kind != "markdown" else {}
+        if step.kind == "markdown":
+            cells.append({"cell_type": "markdown", "metadata": metadata, "source": step.source})
+            continue
+        outputs = []
+        for o in record.outputs:
+            if o["type"] == "stream":
+                outputs.append({"output_type": "stream", "name": o["name"], "text": o["text"]})
+            else:
+                outputs.append({"output_type": "display_data", "data": o["data"], "metadata": {}})
+        if record.failure:
+            outputs.append({"output_type": "error", "ename": "NotGraded", "evalue": record.failure, "traceback": []})
+        if step.kind == "test":
+            if record.test_output:
+                outputs.append({"output_type": "stream", "name": "stdout", "text": record.test_output})
+            if not record.passed:
+                outputs.append({"output_type": "error", "ename": "TestFailed", "evalue": record.message or "not run",
+                                "traceback": [record.message or "not run"]})
+        cells.append({"cell_type": "code", "metadata": metadata, "source": step.source, "outputs": outputs,
+                      "execution_count": None})
+    nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                      "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    for i, cell in enumerate(nb["cells"]):
+        cell["id"] = f"cell-{i}"
+    return json.dumps(nb, indent=1, ensure_ascii=False)

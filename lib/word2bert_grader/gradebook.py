@@ -1,0 +1,81 @@
+"""nbgrader's gradebook as the record: rebuilt from ``solutions/`` every run, written by the grader only.
+
+``nbgrader export`` and formgrader read ``gradebook.db``; this module keeps it theirs. The
+assignments (notebooks, cells, points) are registered from the source notebooks on every run; a
+gradebook holding anything nbgrader itself would not make (a trigger, a view, a table of its own)
+is refused rather than written to, since such things can change scores behind the grader's back.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+
+class RefusedGradebook(RuntimeError):
+    pass
+
+
+def _api(root: Path, db: Path, release_directory: Path | None = None):
+    """nbgrader's Python API on course ``root`` (its nbgrader_config.py applies), gradebook ``db``."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    config.CourseDirectory.root = str(root)
+    config.CourseDirectory.db_url = f"sqlite:///{db}"
+    if release_directory is not None:
+        config.CourseDirectory.release_directory = str(release_directory)
+    return NbGraderAPI(CourseDirectory(config=config), config=config)
+
+
+def generate(root: Path, names: list[str], db: Path, release_directory: Path | None = None) -> None:
+    """``nbgrader generate_assignment`` of every name, in this process (one start-up for all)."""
+    api = _api(root, db, release_directory)
+    for name in names:
+        outcome = api.generate_assignment(name, force=True, create=True)
+        if not outcome["success"]:
+            sys.exit(f"nbgrader generate_assignment {name} failed:\n{outcome.get('log', '')}"
+                     f"{outcome.get('error', '')}")
+
+
+def _schema(db: Path) -> set[tuple[str, str]]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+        return {(kind, name) for kind, name in connection.execute("SELECT type, name FROM sqlite_master")}
+
+
+def prepare(root: Path, names: list[str], db: Path) -> None:
+    """Check ``db`` against a template built from ``solutions/`` now, then register the assignments."""
+    with tempfile.TemporaryDirectory(prefix="word2bert-gradebook-") as tmp:
+        template = Path(tmp) / "template.db"
+        generate(root, names, template, Path(tmp) / "release")
+        if db.exists():
+            if db.is_symlink() or not db.is_file():
+                raise RefusedGradebook(f"{db} is not a plain file")
+            extra = _schema(db) - _schema(template)
+            if extra:
+                listed = ", ".join(f"{kind} {name}" for kind, name in sorted(extra))
+                raise RefusedGradebook(
+                    f"{db} holds what nbgrader does not make ({listed}); it may have been tampered with. "
+                    "Move it away (keep a copy to inspect) and grade again: the grades are rebuilt.")
+        generate(root, names, db, Path(tmp) / "release")
+
+
+def record(db: Path, results: list[dict]) -> None:
+    """Write every result's scores into the gradebook, from this one process."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{db}", "word2bert") as gb, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes from inside nbgrader's API
+        for r in results:
+            gb.update_or_create_student(r["student"])
+            submission = gb.update_or_create_submission(r["assignment"], r["student"])
+            for nb in submission.notebooks:
+                for grade in nb.grades:
+                    grade.auto_score = r["cells"].get(grade.name, 0.0)
+                    grade.needs_manual_grade = False
+            gb.db.commit()

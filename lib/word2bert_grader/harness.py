@@ -1,0 +1,300 @@
+"""Grade one submission: its code in a sandbox, the tests here, the verdicts from here alone.
+
+:func:`grade` is a pure task: the submission's bytes and its source notebook's bytes in, a JSON-able
+result out (scores, notes, the feedback page, the graded notebook). It writes no file and needs no
+shared folder, so the same call runs in a local process pool or on a cluster worker.
+
+Two passes over the plan of :mod:`word2bert_grader.notebook`:
+
+1. **In the sandbox**, in notebook order: the read-only set-up cells, the student's cells, and the
+   visible half of each test (to compare with the trusted verdict: a test that passes in the
+   student's kernel but fails here is reported as suspected tampering). A cell that runs past its
+   time limit or kills the process is recorded; the sandbox is started again and the cells that
+   ran are replayed (their output discarded), so one bad cell costs only what depends on it.
+2. **Here**, in a fresh namespace: the source's set-up cells, then every test cell, whole (hidden
+   tests included), with the names the answer cells define bound to proxies into the sandbox
+   (:mod:`word2bert_grader.proxy`). A test passes if it raises nothing. Student code cannot reach
+   this process: its hooks, patches and lying objects stay in the sandbox, and what crosses back
+   is data.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import io
+import linecache
+import signal
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from word2bert_grader import feedback, notebook
+from word2bert_grader.proxy import SandboxFailure, Session, StudentError
+from word2bert_grader.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout
+
+MAX_OUTPUT_CHARS = 20_000  # per output of a cell, as nbgrader's LimitOutput
+
+
+@dataclass
+class Settings:
+    timeout: float = 20.0  # seconds per cell
+    cell_timeouts: dict[str, float] = field(default_factory=dict)  # longer limits by grade id
+    limits: Limits = field(default_factory=Limits)
+    unsafe: bool = False  # no bubblewrap (--unsafe-no-sandbox)
+    max_restarts: int = 8
+    feedback: bool = True
+
+    def limit(self, grade_id) -> float:
+        return float(self.cell_timeouts.get(grade_id, self.timeout))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Settings:
+        return cls(**{**d, "limits": Limits(**d["limits"])})
+
+
+@dataclass
+class Record:
+    """What became of one step."""
+
+    step: notebook.Step
+    outputs: list[dict] = field(default_factory=list)  # the sandbox's outputs (student and set-up cells)
+    error: str = ""  # the error the cell raised in the sandbox
+    failure: str = ""  # why the cell did not finish (time limit, crash)
+    sandbox_passed: bool | None = None  # a test's visible half, run in the student's kernel
+    passed: bool | None = None  # a test's trusted verdict
+    message: str = ""  # why the test failed
+    test_output: str = ""  # what a visible test printed
+    wrote_stderr: bool = False
+
+
+class _Overtime(BaseException):
+    pass
+
+
+def grade(student: str, assignment: str, submission: bytes, source: bytes, settings: dict) -> dict:
+    """The whole grading of one submission (see the module docstring)."""
+    config = Settings.from_dict(settings)
+    start = time.perf_counter()
+    source_cells = notebook.read_cells(source)
+    points = {notebook._nbgrader(c)["grade_id"]: float(notebook._nbgrader(c).get("points", 0))
+              for c in source_cells if notebook._nbgrader(c).get("grade")}
+    result = {"student": student, "assignment": assignment, "cells": dict.fromkeys(points, 0.0),
+              "max_score": sum(points.values()), "score": 0.0, "failed": "", "notes": [], "tampering": [],
+              "seconds": 0.0, "feedback": "", "autograded": "", "sandbox": {}}
+    try:
+        cells = notebook.read_cells(submission)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        result["failed"] = f"not a valid notebook ({type(error).__name__}: {str(error)[:200]})"
+        result["feedback"] = feedback.failure_page(result) if config.feedback else ""
+        return result
+    plan = notebook.plan(source_cells, cells)
+    result["notes"] += plan.notes
+    records = [Record(step) for step in plan.steps]
+    sandbox = Sandbox(config.limits, config.unsafe)
+    # A backstop for the whole submission: every cell's limit twice, plus start-ups.
+    backstop = 120 + 2 * sum(config.limit(s.grade_id) for s in plan.steps if s.kind != "markdown")
+    previous = signal.signal(signal.SIGALRM, _overtime)
+    signal.alarm(int(backstop))
+    try:
+        grader = _Grader(config, sandbox, records)
+        grader.run_in_sandbox()
+        grader.run_tests(plan.contract)
+        result["sandbox"] = grader.hello
+    except _Overtime:
+        result["failed"] = f"grading took longer than {backstop:g} s in all"
+    except SandboxError as error:  # the sandbox could not even start
+        result["failed"] = f"the sandbox could not start: {error}"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        sandbox.close()
+    for r in records:
+        s = r.step
+        if s.kind == "test" and r.passed:
+            result["cells"][s.grade_id] = points.get(s.grade_id, 0.0)
+        label = s.grade_id or f"a cell of yours ({_first_line(s.source)})"
+        if r.failure:
+            result["notes"].append(f"cell {label} {r.failure}")
+        if r.wrote_stderr:
+            result["notes"].append(f"your code wrote to stderr during {s.grade_id} (warnings are not counted "
+                                   "against you)")
+        if s.kind == "test" and r.sandbox_passed and r.passed is False:
+            result["tampering"].append(f"{s.grade_id} passed in your notebook's kernel but failed in the grader")
+        truncated = sum("characters, cut" in o.get("text", "") for o in r.outputs)
+        if truncated:
+            result["notes"].append(f"cell {label} printed too much: output truncated")
+    if result["failed"]:
+        result["cells"] = dict.fromkeys(points, 0.0)
+    result["score"] = sum(result["cells"].values())
+    if result["tampering"]:
+        result["notes"].append("tampering suspected: " + "; ".join(result["tampering"]))
+    if config.feedback:
+        result["feedback"] = feedback.page(result, records) if not result["failed"] else feedback.failure_page(result)
+    result["autograded"] = feedback.graded_notebook(source_cells, records)
+    result["seconds"] = time.perf_counter() - start
+    return result
+
+
+def _overtime(signum, frame):
+    raise _Overtime
+
+
+def _first_line(source: str) -> str:
+    line = next((x for x in source.strip().splitlines() if x.strip()), "")
+    return line[:40] + ("..." if len(line) > 40 else "")
+
+
+class _Grader:
+    def __init__(self, config: Settings, sandbox: Sandbox, records: list[Record]):
+        self.config, self.sandbox, self.records = config, sandbox, records
+        self.ran: list[Record] = []  # cells that finished in the sandbox: replayed after a restart
+        self.restarts = 0
+        self.hello: dict = {}
+
+    # --- pass 1: the sandbox ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start (or restart) the sandbox and replay the cells that finished before."""
+        while True:
+            if self.restarts > self.config.max_restarts:
+                raise SandboxFailure(f"your code stopped the sandbox {self.restarts} times: nothing more is run")
+            if self.sandbox.generation:
+                self.restarts += 1
+            reply = self.sandbox.start()
+            self.hello = {k: reply.get(k) for k in ("uid", "pid", "rlimits")}
+            try:
+                for record in list(self.ran):
+                    step = record.step
+                    self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)},
+                                         timeout=self.config.limit(step.grade_id))
+                return
+            except SandboxError as error:  # a cell that finished before did not this time
+                record.failure = record.failure or _why(error)
+                self.ran.remove(record)
+
+    def run_in_sandbox(self) -> None:
+        for record in self.records:
+            step = record.step
+            if step.kind == "markdown":
+                continue
+            try:
+                if self.sandbox.process is None or self.sandbox.process.poll() is not None:
+                    self.start()
+            except SandboxFailure as error:
+                record.failure = f"was not run: {error}"
+                continue
+            try:
+                reply, _ = self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)},
+                                                timeout=self.config.limit(step.grade_id))
+            except SandboxError as error:
+                record.failure = _why(error)
+                continue
+            self.ran.append(record)
+            record.outputs = _outputs(reply.get("outputs"))
+            error = reply.get("error")
+            record.error = _error_text(error) if error else ""
+            if step.kind == "test":
+                record.sandbox_passed = error is None
+
+    # --- pass 2: the tests, here ------------------------------------------------------------------
+
+    def run_tests(self, contract: list[str]) -> None:
+        session = Session(self.sandbox, restart=self.start)
+        namespace = {"__name__": "__main__", "__builtins__": builtins}
+        bound_generation = None
+        torch.set_num_threads(1)
+        for record in self.records:
+            step = record.step
+            if step.kind == "setup":
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    try:
+                        exec(compile(step.source, f"<{step.grade_id}>", "exec"), namespace)
+                    except Exception:  # a broken set-up cell fails the tests that need it
+                        pass
+                continue
+            if step.kind != "test":
+                continue
+            limit = self.config.limit(step.grade_id)
+            session.limit = limit
+            session.deadline = time.monotonic() + limit
+            out, err = io.StringIO(), io.StringIO()
+            try:
+                if bound_generation != session.generation or session.sandbox.process is None:
+                    session.ensure_running()
+                    values = session.names(contract)
+                    for name in contract:
+                        if name in values:
+                            namespace[name] = values[name]
+                        else:
+                            namespace.pop(name, None)
+                    bound_generation = session.generation
+                code = _compile_test(step)
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    exec(code, namespace)
+                record.passed = True
+            except SandboxFailure as error:
+                record.passed, record.message = False, str(error)
+            except Exception as error:
+                record.passed = False
+                record.message = _failure_message(error, step)
+            record.test_output = _cap(out.getvalue()) if step.visible == step.source else ""
+            record.wrote_stderr = bool(err.getvalue())
+
+
+def _sandboxed(step: notebook.Step) -> str:
+    return step.visible if step.kind == "test" else step.source
+
+
+def _why(error: SandboxError) -> str:
+    if isinstance(error, SandboxTimeout):
+        return f"{error} (an infinite loop?): its own tests get nothing, the rest is graded"
+    return f"stopped the sandbox ({error}): the rest is graded"
+
+
+def _compile_test(step: notebook.Step):
+    name = f"<{step.grade_id}>"
+    if step.visible == step.source:  # no hidden part: its lines may appear in tracebacks
+        linecache.cache[name] = (len(step.source), None, step.source.splitlines(True), name)
+    return compile(step.source, name, "exec")
+
+
+def _failure_message(error: Exception, step: notebook.Step) -> str:
+    text = f"{type(error).__name__}: {error}"
+    if isinstance(error, StudentError) and error.student_traceback:
+        text += "\n\nIn your code:\n" + error.student_traceback
+    elif step.visible == step.source:  # a visible test: where it failed
+        frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == f"<{step.grade_id}>"]
+        if frames:
+            text = "".join(traceback.format_list(frames)) + text
+    return _cap(text, 8000)
+
+
+def _outputs(outputs) -> list[dict]:
+    """The sandbox's outputs of a cell, as plain, capped data (it may send anything)."""
+    kept = []
+    for o in outputs if type(outputs) is list else []:
+        if type(o) is not dict:
+            continue
+        if o.get("type") == "stream" and o.get("name") in ("stdout", "stderr"):
+            kept.append({"type": "stream", "name": o["name"], "text": _cap(str(o.get("text", "")))})
+        elif o.get("type") == "display" and type(o.get("data")) is dict:
+            data = {k: _cap(str(v), 2_000_000 if k == "image/png" else MAX_OUTPUT_CHARS)
+                    for k, v in o["data"].items() if k in ("text/plain", "text/html", "image/png")}
+            kept.append({"type": "display", "data": data})
+    return kept[:50]
+
+
+def _error_text(error) -> str:
+    if type(error) is not dict:
+        return "an error"
+    return _cap(f"{str(error.get('type'))[:100]}: {error.get('message', '')}", 4000)
+
+
+def _cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n... ({len(text):,} characters, cut)"

@@ -1,0 +1,173 @@
+"""What to run, in what order: a submission laid over its source notebook.
+
+The instructor's source notebook (``solutions/<name>/<name>.ipynb``) decides which cells are tests
+and what they say; the submission only contributes code. Walking the submission:
+
+- an answer cell (nbgrader ``solution``, matched by grade id) contributes the student's code; when
+  it appears twice, the last copy is the answer and the earlier ones are ordinary student cells;
+- a test cell, or a read-only (locked) cell, is always the source's, whatever the submission made
+  of it: edited, deleted or duplicated test cells are restored, and said so;
+- any other cell of the submission (scratch work) runs where the student put it, after the source
+  cell it follows.
+
+Every code step runs in the sandbox except the tests' hidden halves, which only the grader sees.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+
+HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+
+
+@dataclass
+class Step:
+    kind: str  # "markdown", "setup" (a locked cell of the source), "answer", "student" or "test"
+    source: str  # what runs: the student's code, or the source's (a test's whole source, hidden part included)
+    grade_id: str | None = None
+    points: float = 0.0
+    student_markdown: bool = False  # a markdown cell written by the student (shown sanitized)
+
+    @property
+    def visible(self) -> str:
+        """What the student's copy of this cell holds (a test without its hidden part)."""
+        return without_hidden_tests(self.source) if self.kind == "test" else self.source
+
+
+@dataclass
+class Plan:
+    steps: list[Step]
+    contract: list[str]  # the names the source's answer cells define: what the tests may use
+    notes: list[str] = field(default_factory=list)
+
+
+def without_hidden_tests(source: str) -> str:
+    kept, hidden = [], False
+    for line in source.split("\n"):
+        if HIDDEN_BEGIN in line:
+            hidden = True
+        elif HIDDEN_END in line:
+            hidden = False
+        elif not hidden:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def _text(source) -> str:
+    if isinstance(source, list):
+        return "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
+def _nbgrader(cell) -> dict:
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    value = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def read_cells(data: bytes) -> list[dict]:
+    """The cells of a notebook file, leniently: anything with a cell type and a source."""
+    nb = json.loads(data.decode("utf-8"))
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise ValueError("no list of cells")
+    cells = []
+    for cell in nb["cells"]:
+        if isinstance(cell, dict) and cell.get("cell_type") in ("code", "markdown", "raw"):
+            cells.append(cell)
+    return cells
+
+
+def defined_names(source: str) -> list[str]:
+    """Top-level names an answer cell defines (functions, classes, assigned variables)."""
+    try:
+        tree = ast.parse(without_hidden_tests(source))
+    except SyntaxError:
+        return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [t.id for t in targets if isinstance(t, ast.Name)]
+    return names
+
+
+def plan(source_cells: list[dict], submission_cells: list[dict]) -> Plan:
+    """Lay the submission over the source; see the module docstring."""
+    answers: dict[str, int] = {}  # grade id -> index of the submission cell that is the answer
+    source_ids = {_nbgrader(c).get("grade_id") for c in source_cells}
+    answer_ids = {_nbgrader(c).get("grade_id") for c in source_cells if _nbgrader(c).get("solution")}
+    for i, cell in enumerate(submission_cells):
+        gid = _nbgrader(cell).get("grade_id")
+        if gid in answer_ids and cell.get("cell_type") == "code":
+            answers[gid] = i  # the last copy wins
+    # Scratch cells follow the source cell that comes before them in the submission.
+    after: dict[str | None, list[Step]] = {}
+    anchor, seen, notes = None, set(), []
+    duplicated, edited_tests, edited_locked = set(), set(), set()
+    source_by_id = {_nbgrader(c).get("grade_id"): c for c in source_cells}
+    # Cells of the source without a grade id (prose, mostly) come back unchanged in the submission.
+    unlabelled = {_text(c.get("source")).strip() for c in source_cells if not _nbgrader(c).get("grade_id")}
+    for i, cell in enumerate(submission_cells):
+        gid = _nbgrader(cell).get("grade_id")
+        kind = cell.get("cell_type")
+        if gid in source_ids and gid is not None and (gid not in answer_ids or answers.get(gid) == i):
+            if gid in seen:
+                duplicated.add(gid)
+                continue
+            seen.add(gid)
+            anchor = gid
+            original = source_by_id[gid]
+            if gid not in answer_ids and _shown(cell).strip() != _shown(original).strip():
+                (edited_tests if _nbgrader(original).get("grade") else edited_locked).add(gid)
+            continue
+        if gid is None and _text(cell.get("source")).strip() in unlabelled:
+            continue
+        if kind == "code":
+            step = Step("student", _text(cell.get("source")))
+        elif kind == "markdown":
+            step = Step("markdown", _text(cell.get("source")), student_markdown=True)
+        else:
+            continue
+        after.setdefault(anchor, []).append(step)
+
+    steps = list(after.get(None, []))
+    contract = []
+    for cell in source_cells:
+        meta = _nbgrader(cell)
+        gid = meta.get("grade_id")
+        if cell.get("cell_type") == "markdown":
+            steps.append(Step("markdown", _text(cell.get("source")), gid))
+        elif meta.get("solution") and cell.get("cell_type") == "code":
+            contract += defined_names(_text(cell.get("source")))
+            if gid in answers:
+                steps.append(Step("answer", _text(submission_cells[answers[gid]].get("source")), gid))
+            else:
+                notes.append(f"answer cell {gid} is missing from the submission")
+        elif meta.get("grade") and cell.get("cell_type") == "code":
+            steps.append(Step("test", _text(cell.get("source")), gid, float(meta.get("points", 0))))
+        elif cell.get("cell_type") == "code":
+            steps.append(Step("setup", _text(cell.get("source")), gid))
+        else:
+            continue
+        steps += after.get(gid, [])
+    tests = {_nbgrader(c).get("grade_id") for c in source_cells if _nbgrader(c).get("grade")
+             and not _nbgrader(c).get("solution")}
+    missing = sorted(tests - seen)
+    if missing:
+        notes.append(f"deleted test cells {', '.join(missing)}: restored from the source")
+    if edited_tests:
+        notes.append(f"edited test cells {', '.join(sorted(edited_tests))}: restored from the source")
+    if duplicated:
+        notes.append(f"duplicated cells {', '.join(sorted(duplicated))}: each counted once")
+    if edited_locked:
+        notes.append(f"edited read-only cells {', '.join(sorted(edited_locked))}: restored from the source")
+    return Plan(steps, contract, notes)
+
+
+def _shown(cell) -> str:
+    """A source cell as the student's release shows it (hidden tests removed)."""
+    return without_hidden_tests(_text(cell.get("source")))

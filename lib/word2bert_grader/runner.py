@@ -1,0 +1,331 @@
+"""The sandbox side: runs a student's cells, and calls into what they defined, on request.
+
+Started inside bubblewrap by :mod:`word2bert_grader.sandbox` as ``python runner.py IN_FD OUT_FD``.
+It reads requests from the grader on IN_FD and answers on OUT_FD, one :mod:`wire` frame each:
+
+    hello       limits to impose on itself (before any student code runs); answers what it measured
+    run_cell    run one cell with IPython; answers its outputs and error
+    names       what the given global names are: data (by value), or a handle to a function, class...
+    call        call a function, class, module or method by handle with data arguments; answers the
+                result, the arguments as they are afterwards (to see mutation), the modules' state
+    backward    gradients of an earlier call's outputs, for the grader's autograd
+    release     forget handles and retained graphs
+
+Everything in this process is the student's to change, this file included: the grader trusts none
+of it. It only reads what comes back as data, and scores with its own code.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import resource
+import sys
+import traceback
+from collections import OrderedDict
+
+import torch
+
+try:
+    from . import wire
+except ImportError:  # inside the sandbox this file and wire.py sit side by side, not in a package
+    import wire
+
+MAX_FRAME = 256 * 2**20
+MAX_OUTPUT = 100_000  # characters kept of one cell's text output
+MAX_RETAINED = 256  # graphs kept for a later backward
+# torch.nn modules whose forward the grader runs itself from their attributes and tensors (see proxy.py)
+LOCAL_MODULES = {
+    "Linear", "Bilinear", "Identity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+    "LayerNorm", "Embedding", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "LogSoftmax",
+    "LeakyReLU", "ELU", "Softplus", "Flatten", "Sequential", "ModuleList", "ModuleDict",
+}
+
+
+class _NoLibrary:
+    """Import hook: the course library is not in the sandbox, and saying so beats ModuleNotFoundError."""
+
+    def find_spec(self, name, path=None, target=None):
+        __tracebackhide__ = True  # noqa: F841 (IPython leaves this frame out of the student's traceback)
+        if name.split(".")[0] in ("word2bert", "word2bert_grader"):
+            raise ImportError(f"{name} is not available while grading: answers are graded as your own "
+                              "code, written with torch, math and random (the tests import the library "
+                              "themselves where they need it)")
+        return None
+
+
+class Runner:
+    def __init__(self, fd_in: int, fd_out: int):
+        self.fd_in = fd_in
+        self.out = os.fdopen(fd_out, "wb", buffering=0)
+        self.objects: dict[int, object] = {}
+        self.ids: dict[int, int] = {}  # id(obj) -> handle, so one object keeps one handle
+        self.calls: OrderedDict[int, tuple] = OrderedDict()
+        self.next_id = 1
+        self.shell = None
+        self.encoder = None  # the message being encoded (module handles put their tensors in it)
+
+    # --- the loop ---------------------------------------------------------------------------------
+
+    def read_exactly(self, n: int) -> bytes:
+        chunks, left = [], n
+        while left:
+            chunk = os.read(self.fd_in, min(left, 1 << 20))
+            if not chunk:
+                raise EOFError
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def serve(self) -> None:
+        while True:
+            try:
+                header, tensors = wire.read_frame(self.read_exactly, MAX_FRAME)
+            except EOFError:
+                return
+            op = header.get("op")
+            try:
+                reply, out_tensors = getattr(self, f"op_{op}")(header, tensors)
+            except Exception as error:  # a failure of this request, reported as data
+                reply, out_tensors = {"ok": False, "error": describe(error)}, {}
+            wire.write_frame(self.out, reply, out_tensors)
+
+    # --- requests ---------------------------------------------------------------------------------
+
+    def op_hello(self, header, tensors):
+        limits = header.get("limits", {})
+        for name, value in limits.items():
+            kind = getattr(resource, f"RLIMIT_{name.upper()}")
+            resource.setrlimit(kind, (value, value))  # hard limits: student code cannot raise them
+        sys.meta_path.insert(0, _NoLibrary())
+        from IPython.core.interactiveshell import InteractiveShell
+        from traitlets.config import Config
+
+        config = Config()
+        config.HistoryManager.enabled = False  # no history database in the scratch folder
+        self.shell = InteractiveShell.instance(config=config, colors="nocolor")
+        self.shell.user_ns["__name__"] = "__main__"
+        measured = {name: resource.getrlimit(getattr(resource, f"RLIMIT_{name.upper()}"))[1]
+                    for name in ("nproc", "cpu", "fsize", "nofile")}
+        return {"ok": True, "pid": os.getpid(), "uid": os.getuid(), "rlimits": measured}, {}
+
+    def op_run_cell(self, header, tensors):
+        from IPython.utils.capture import capture_output
+
+        with capture_output() as captured:
+            result = self.shell.run_cell(header["source"], store_history=True)
+        error = result.error_before_exec or result.error_in_exec
+        outputs = []
+        for name, text in (("stdout", captured.stdout), ("stderr", captured.stderr)):
+            if text:
+                outputs.append({"type": "stream", "name": name, "text": _cap(text)})
+        for shown in captured.outputs[:20]:
+            data = {k: _cap(v) for k, v in shown.data.items()
+                    if k in ("text/plain", "text/html", "text/markdown", "image/png") and isinstance(v, str)}
+            outputs.append({"type": "display", "data": data})
+        return {"ok": True, "outputs": outputs, "error": describe(error) if error else None}, {}
+
+    def op_names(self, header, tensors):
+        encoder = self.encoder = wire.Encoder(self.handle)
+        found = {}
+        for name in header["names"]:
+            if name in self.shell.user_ns:
+                found[name] = encoder.encode(self.shell.user_ns[name])
+        return {"ok": True, "names": found}, encoder.tensors
+
+    def op_call(self, header, tensors):
+        decoder = wire.Decoder(tensors, self.from_handle, grad=True)
+        target = self.objects[header["target"]]
+        if header.get("method"):
+            target = getattr(target, header["method"])
+        args = decoder.decode(header["args"])
+        kwargs = decoder.decode(header["kwargs"])
+        self.load_rng(header["rng"], tensors)
+        modules = self.load_modules(header["modules"], tensors)
+        # The tensors that need gradients, in the order the grader numbered them.
+        wanted = [(name, t) for name, t, _ in wire.tensors_in(args, header["args"])
+                  + wire.tensors_in(kwargs, header["kwargs"]) if t.requires_grad]
+        with torch.set_grad_enabled(bool(header["grad"])):
+            result = target(*args, **kwargs)
+        encoder = self.encoder = wire.Encoder(self.handle)
+        reply = {"ok": True, "result": encoder.encode(result), "args": encoder.encode(args),
+                 "kwargs": encoder.encode(kwargs), "modules": self.dump_modules(modules, encoder), "call": None}
+        outputs = [t for _, t, marked in wire.tensors_in(result, reply["result"]) if marked]
+        params = [(h, n, p) for h, module in modules for n, p in module.named_parameters(recurse=False)
+                  if p.requires_grad]
+        if header["grad"] and outputs and (wanted or params):
+            call_id = self.new_id()
+            self.calls[call_id] = (outputs, wanted, params)
+            while len(self.calls) > MAX_RETAINED:
+                self.calls.popitem(last=False)
+            reply["call"] = call_id
+        return reply, encoder.tensors
+
+    def op_backward(self, header, tensors):
+        outputs, wanted, params = self.calls[header["call"]]
+        decoder = wire.Decoder(tensors)
+        grads_out = [decoder.decode(g) for g in header["grads"]]
+        keep = [i for i, g in enumerate(grads_out) if g is not None]
+        inputs = [t for _, t in wanted] + [p for _, _, p in params]
+        grads = torch.autograd.grad([outputs[i] for i in keep], inputs, [grads_out[i] for i in keep],
+                                    allow_unused=True, retain_graph=True)
+        encoder = wire.Encoder()
+        return {"ok": True,
+                "inputs": [[name, None if g is None else encoder.encode(g)]
+                           for (name, _), g in zip(wanted, grads)],
+                "params": [[h, n, None if g is None else encoder.encode(g)]
+                           for (h, n, _), g in zip(params, grads[len(wanted):])]}, encoder.tensors
+
+    def op_release(self, header, tensors):
+        for h in header.get("handles", []):
+            obj = self.objects.pop(h, None)
+            self.ids.pop(id(obj), None)
+        for c in header.get("calls", []):
+            self.calls.pop(c, None)
+        return {"ok": True}, {}
+
+    # --- handles, modules, random state -----------------------------------------------------------
+
+    def new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def handle(self, obj) -> dict:
+        """Anything that is not data is named by a handle, described well enough to be proxied."""
+        if id(obj) in self.ids and self.objects.get(self.ids[id(obj)]) is obj:
+            h = self.ids[id(obj)]
+        else:
+            h = self.new_id()
+            self.objects[h] = obj
+            self.ids[id(obj)] = h
+        spec = {"$handle": h, "name": _name(obj)}
+        if isinstance(obj, torch.nn.Module):
+            spec.update(kind="module", tree=self.describe_module(obj))
+        elif isinstance(obj, type):
+            spec.update(kind="class", base=_torch_base(obj) if issubclass(obj, torch.nn.Module) else None)
+        elif callable(obj):
+            spec.update(kind="function")
+        else:
+            spec.update(kind="object", repr=_short_repr(obj))
+        return spec
+
+    def describe_module(self, module: torch.nn.Module) -> dict:
+        """The module tree: class, attributes, direct parameters and buffers (by handle) and children."""
+        nodes = {}
+        for _, m in module.named_modules(remove_duplicate=True):
+            h = self.handle_of(m)
+            cls = type(m)
+            builtin = cls.__name__ if cls.__module__.startswith("torch.nn.modules") else None
+            attrs = {k: self.encoder.encode(v) for k, v in vars(m).items()
+                     if not k.startswith("_") and k != "training" and _plain(v)}
+            nodes[h] = {"name": cls.__name__, "builtin": builtin if builtin in LOCAL_MODULES else None,
+                        "training": m.training,
+                        "params": {n: self.encoder.encode(p) for n, p in m._parameters.items() if p is not None},
+                        "buffers": {n: self.encoder.encode(b) for n, b in m._buffers.items() if b is not None},
+                        "base": _torch_base(cls), "class": None if builtin else self.handle_of(cls),
+                        "attrs": attrs, "children": [[n, self.handle_of(c)] for n, c in m._modules.items()
+                                                     if c is not None],
+                        "methods": _methods(cls)}
+        return {"root": self.handle_of(module), "nodes": [[h, node] for h, node in nodes.items()]}
+
+    def handle_of(self, obj) -> int:
+        return self.handle(obj)["$handle"] if not isinstance(obj, torch.nn.Module) else self._module_handle(obj)
+
+    def _module_handle(self, module) -> int:
+        if id(module) in self.ids and self.objects.get(self.ids[id(module)]) is module:
+            return self.ids[id(module)]
+        h = self.new_id()
+        self.objects[h] = module
+        self.ids[id(module)] = h
+        return h
+
+    def from_handle(self, spec):
+        return self.objects[spec["$handle"]]
+
+    def load_modules(self, states, tensors) -> list[tuple[int, torch.nn.Module]]:
+        """Put the grader's parameter values, buffers and train/eval flags into the student's modules."""
+        decoder = wire.Decoder(tensors, grad=True)
+        modules = []
+        for h, training, params, buffers in states:
+            module = self.objects[h]
+            module.training = bool(training)
+            for name, value in params.items():
+                value = decoder.decode(value)
+                param = module._parameters[name]
+                param.data = value.detach()
+                param.requires_grad_(value.requires_grad)
+                param.grad = None
+            for name, value in buffers.items():
+                module._buffers[name] = decoder.decode(value)
+            modules.append((h, module))
+        return modules
+
+    def dump_modules(self, modules, encoder) -> list:
+        return [[h, m.training,
+                 {n: encoder.encode(p) for n, p in m._parameters.items() if p is not None},
+                 {n: encoder.encode(b) for n, b in m._buffers.items() if b is not None}] for h, m in modules]
+
+    def load_rng(self, state, tensors) -> None:
+        decoder = wire.Decoder(tensors)
+        torch.set_rng_state(decoder.decode(state["torch"]))
+        random.setstate(decoder.decode(state["random"]).getstate())
+
+
+def describe(error: BaseException) -> dict:
+    bases = [c.__name__ for c in type(error).__mro__ if c.__module__ == "builtins"]
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=-8))
+    return {"type": type(error).__name__, "bases": bases, "message": _cap(str(error), 4000),
+            "traceback": _cap(text, 20_000)}
+
+
+def _cap(text: str, limit: int = MAX_OUTPUT) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n... ({len(text):,} characters, cut)"
+
+
+def _plain(value, depth: int = 0) -> bool:
+    if value is None or type(value) in (bool, int, float, str):
+        return True
+    return type(value) in (tuple, list) and depth < 3 and len(value) < 64 and all(_plain(v, depth + 1) for v in value)
+
+
+def _name(obj) -> str:
+    name = getattr(obj, "__qualname__", None) or type(obj).__name__
+    return str(name)[:80]
+
+
+def _torch_base(cls) -> str:
+    """The nearest torch.nn class this class derives from, by name ("Module" at least)."""
+    for base in cls.__mro__:
+        if base.__module__.startswith("torch.nn.modules") and base.__name__ in LOCAL_MODULES | {"Module"}:
+            return base.__name__
+    return "Module"
+
+
+def _methods(cls) -> list[str]:
+    """Public methods the student's class adds to torch's (the grader can call them remotely)."""
+    if cls.__module__.startswith("torch.nn.modules"):
+        return []
+    own = set()
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("torch"):
+            break
+        own |= {k for k, v in vars(klass).items() if callable(v) and not k.startswith("_")}
+    return sorted(own - {"forward"})
+
+
+def _short_repr(obj) -> str:
+    try:
+        return object.__repr__(obj)[:200]
+    except Exception:
+        return "?"
+
+
+def main() -> None:
+    fd_in, fd_out = int(sys.argv[1]), int(sys.argv[2])
+    sys.stdin = io.StringIO("")
+    Runner(fd_in, fd_out).serve()
+
+
+if __name__ == "__main__":
+    main()

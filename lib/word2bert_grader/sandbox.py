@@ -1,0 +1,353 @@
+"""One confined process per submission: bubblewrap namespaces, cgroup limits, a data-only pipe.
+
+The student's code runs in ``runner.py`` under bubblewrap (Debian's ``bubblewrap``):
+
+- new user, pid, network, ipc, uts and mount namespaces, ``--die-with-parent``, a new session and a
+  cleared environment: it cannot see or signal other processes, reach any network (loopback
+  included), or outlive the grader;
+- the system, the Python installation and the virtual environment read-only; nothing else of the
+  host: not the course folder (solutions, gradebooks, submissions), not ``$HOME``, not the grader's
+  code. ``/home/student`` (its working directory and home), ``/tmp`` and ``/dev/shm`` are empty size-capped tmpfs;
+- limits: memory and processes by cgroup (v1 or v2, where this user may create one; otherwise a
+  watchdog that samples the resident set and the process count), CPU time, file size and open files
+  by hard rlimits that the runner sets on itself before any student code runs;
+- killing the bubblewrap process ends the pid namespace, so every process inside dies with it,
+  daemons included.
+
+The grader talks to it through two pipes, one :mod:`wire` frame per message, with a deadline on
+every reply. Nothing it sends back is trusted: see :mod:`word2bert_grader.proxy`.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from word2bert_grader import wire
+
+HERE = Path(__file__).resolve().parent
+INSIDE = "/opt/word2bert-sandbox"  # where runner.py and wire.py are mounted
+SCRATCH = "/home/student"  # the submission's working directory and $HOME
+CGROUP = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission may use. Times are enforced by the grader, per request."""
+
+    memory_mb: int = 2048
+    processes: int = 128  # processes and threads
+    cpu_seconds: int = 900
+    file_mb: int = 64  # largest file it may write
+    scratch_mb: int = 256  # each of /work, /tmp and /dev/shm
+    open_files: int = 256
+    max_message_mb: int = 256  # largest reply read from it
+
+
+class SandboxError(Exception):
+    """The sandbox did not answer: it died, overran its time, or sent something that is not a message."""
+
+
+class SandboxTimeout(SandboxError):
+    pass
+
+
+class Unavailable(RuntimeError):
+    """This machine cannot sandbox (no bubblewrap, no user namespaces): the message says how to fix it."""
+
+
+def bwrap_command(limits: Limits) -> list[str]:
+    venv, base = Path(sys.prefix), Path(sys.base_prefix)
+    mb = 2**20
+    cmd = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+           "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv",
+           "--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin", "--setenv", "HOME", SCRATCH,
+           "--setenv", "MPLBACKEND", "Agg", "--setenv", "MPLCONFIGDIR", "/tmp",
+           "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+           "--setenv", "LANG", "C.UTF-8", "--proc", "/proc", "--dev", "/dev"]
+    # The writable places first: a mount made later would hide a read-only bind beneath it.
+    for path in ("/dev/shm", "/tmp", SCRATCH):
+        cmd += ["--size", str(limits.scratch_mb * mb), "--tmpfs", path]
+    for path in ("/usr", "/bin", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/etc/ld.so.conf",
+                 "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/fonts", "/etc/localtime"):
+        cmd += ["--ro-bind-try", path, path]
+    for path in sorted({base, venv}):
+        cmd += ["--ro-bind", str(path), str(path)]
+    cmd += ["--ro-bind", str(HERE / "runner.py"), f"{INSIDE}/runner.py",
+            "--ro-bind", str(HERE / "wire.py"), f"{INSIDE}/wire.py"]
+    return [*cmd, "--chdir", SCRATCH]
+
+
+def rlimits(limits: Limits) -> dict[str, int]:
+    return {"cpu": limits.cpu_seconds, "fsize": limits.file_mb * 2**20, "nofile": limits.open_files,
+            "nproc": limits.processes}
+
+
+class _Cgroup:
+    """A memory and pids cgroup for one sandbox (v1 or v2), or None where this user cannot make one."""
+
+    def __init__(self, dirs: dict[str, Path]):
+        self.dirs = dirs
+
+    @classmethod
+    def create(cls, limits: Limits) -> _Cgroup | None:
+        name = f"word2bert-{uuid.uuid4().hex[:12]}"
+        made: dict[str, Path] = {}
+        try:
+            if (CGROUP / "cgroup.controllers").exists():  # v2: a child of our own cgroup
+                own = Path(open("/proc/self/cgroup", encoding="utf-8").read().strip().split("::", 1)[1])
+                parent = CGROUP / own.relative_to("/")
+                enabled = (parent / "cgroup.subtree_control").read_text(encoding="utf-8").split()
+                if not {"memory", "pids"} <= set(enabled):
+                    return None
+                made["v2"] = parent / name
+                made["v2"].mkdir()
+                (made["v2"] / "memory.max").write_text(str(limits.memory_mb * 2**20), encoding="utf-8")
+                (made["v2"] / "memory.swap.max").write_text("0", encoding="utf-8")
+                (made["v2"] / "pids.max").write_text(str(limits.processes), encoding="utf-8")
+            else:
+                for controller in ("memory", "pids"):
+                    made[controller] = CGROUP / controller / name
+                    made[controller].mkdir()
+                (made["memory"] / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 2**20),
+                                                                      encoding="utf-8")
+                (made["pids"] / "pids.max").write_text(str(limits.processes), encoding="utf-8")
+        except (OSError, ValueError, IndexError):
+            cls(made).remove()
+            return None
+        return cls(made)
+
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+
+    def out_of_memory(self) -> bool:
+        try:
+            if "v2" in self.dirs:
+                events = (self.dirs["v2"] / "memory.events").read_text(encoding="utf-8")
+                return any(line.split()[0] == "oom_kill" and int(line.split()[1]) > 0
+                           for line in events.splitlines())
+            return int((self.dirs["memory"] / "memory.failcnt").read_text(encoding="utf-8")) > 0
+        except (OSError, ValueError, KeyError):
+            return False
+
+    def kill(self) -> None:
+        for path in self.procs_files():
+            try:
+                for pid in open(path, encoding="utf-8").read().split():
+                    os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+    def remove(self) -> None:
+        for d in self.dirs.values():
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    self.kill()
+                    time.sleep(0.02)
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat", encoding="utf-8").read()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+@dataclass
+class Sandbox:
+    """A running runner.py, confined; ``request`` sends one message and waits for its reply."""
+
+    limits: Limits = field(default_factory=Limits)
+    unsafe: bool = False  # no bubblewrap: a separate process, but not confined (said loudly by the caller)
+    process: subprocess.Popen | None = None
+    generation: int = 0  # how many times it was started
+    death: str = ""  # why it died, once it has
+    watchdog_note: str = ""
+    _cgroup: _Cgroup | None = None
+
+    def start(self) -> dict:
+        self.close()
+        self.generation += 1
+        self.death = ""
+        to_child, from_parent = os.pipe()
+        to_parent, from_child = os.pipe()
+        runner = [sys.executable, "-E", "-s", f"{INSIDE}/runner.py", str(to_child), str(from_child)]
+        if self.unsafe:
+            runner[3] = str(HERE / "runner.py")
+            cmd = runner
+        else:
+            cmd = [*bwrap_command(self.limits), *runner]
+        self._cgroup = _Cgroup.create(self.limits)
+        if self._cgroup is not None:  # join the cgroups before bwrap starts, so that everything inside is in them
+            cmd = ["/bin/sh", "-c", 'for f in $W2B_CGROUPS; do echo $$ > "$f" || exit 97; done; exec "$@"',
+                   "sh", *cmd]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+               "W2B_CGROUPS": " ".join(self._cgroup.procs_files()) if self._cgroup else ""}
+        if self.unsafe:
+            env.update(MPLBACKEND="Agg", OMP_NUM_THREADS="1")
+        self.process = subprocess.Popen(cmd, pass_fds=(to_child, from_child), stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True, cwd="/" if not self.unsafe else None)
+        os.close(to_child)
+        os.close(from_child)
+        self._out = os.fdopen(from_parent, "wb", buffering=0)
+        self._in = to_parent
+        self._log = bytearray()
+        threading.Thread(target=self._drain, args=(self.process.stdout,), daemon=True).start()
+        if self._cgroup is None:
+            self.watchdog_note = "no cgroup available: memory and processes watched by sampling"
+            threading.Thread(target=self._watch, args=(self.process,), daemon=True).start()
+        reply, _ = self.request({"op": "hello", "limits": rlimits(self.limits)}, timeout=120)
+        return reply
+
+    def _drain(self, stream) -> None:
+        """Keep the last 64 KB of what the sandbox wrote to its own stdout/stderr (for crash reports)."""
+        for chunk in iter(lambda: stream.read1(65536), b""):
+            self._log += chunk
+            del self._log[:-65536]
+
+    def _watch(self, process) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        while process.poll() is None:
+            pids = _descendants(process.pid)
+            rss = 0
+            for pid in pids:
+                try:
+                    rss += int(open(f"/proc/{pid}/statm", encoding="utf-8").read().split()[1]) * page
+                except (OSError, ValueError, IndexError):
+                    pass
+            if rss > self.limits.memory_mb * 2**20:
+                self.death = f"used more than {self.limits.memory_mb} MB of memory"
+                self.kill()
+            elif len(pids) > self.limits.processes:
+                self.death = f"started more than {self.limits.processes} processes"
+                self.kill()
+            time.sleep(0.1)
+
+    def log(self) -> str:
+        return bytes(self._log).decode("utf-8", errors="replace")
+
+    def request(self, header: dict, tensors: dict | None = None, timeout: float = 30.0) -> tuple[dict, dict]:
+        if self.process is None or self.process.poll() is not None:
+            raise SandboxError(self.why_dead())
+        deadline = time.monotonic() + timeout
+        try:
+            wire.write_frame(self._out, header, tensors)
+        except (BrokenPipeError, OSError):
+            raise SandboxError(self.why_dead()) from None
+        except TypeError as error:
+            raise SandboxError(f"could not send the request: {error}") from None
+        try:
+            return wire.read_frame(lambda n: self._read(n, deadline, timeout),
+                                   self.limits.max_message_mb * 2**20)
+        except wire.WireError as error:
+            self.kill()
+            raise SandboxError(f"the sandbox sent something that is not a message ({error})") from None
+
+    def _read(self, n: int, deadline: float, timeout: float) -> bytes:
+        chunks, left = [], n
+        while left:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([self._in], [], [], wait)[0]:
+                self.kill()
+                self.death = f"ran past the {timeout:g} s limit"
+                raise SandboxTimeout(self.death)
+            chunk = os.read(self._in, min(left, 1 << 20))
+            if not chunk:
+                raise SandboxError(self.why_dead())
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def why_dead(self) -> str:
+        if self.death:
+            return self.death
+        if self.process is None:
+            return "the sandbox is not running"
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.process.wait()
+        if self._cgroup is not None and self._cgroup.out_of_memory():
+            self.death = f"ran out of memory (the limit is {self.limits.memory_mb} MB)"
+        elif code in (-signal.SIGSEGV, 128 + signal.SIGSEGV) or "Segmentation fault" in self.log():
+            self.death = "the Python process crashed (a segmentation fault)"
+        elif code == 97:
+            self.death = "could not join the sandbox's cgroup"
+        elif code in (1, 2) and "bwrap:" in self.log():
+            self.death = "bubblewrap could not start: " + self.log().strip().splitlines()[-1][:200]
+        else:
+            self.death = f"the Python process exited (code {code}), e.g. os._exit, a crash or a kill"
+        return self.death
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if self._cgroup is not None:
+            self._cgroup.kill()
+
+    def close(self) -> None:
+        """Kill everything inside and free the cgroup."""
+        if self.process is not None:
+            self.kill()
+            self.process.wait()
+            for stream in (self._out,):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            os.close(self._in)
+            self.process = None
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
+
+
+def check_available(limits: Limits | None = None) -> None:
+    """Raise :class:`Unavailable`, naming the cause and the fix, where bubblewrap cannot sandbox."""
+    if shutil.which("bwrap") is None:
+        raise Unavailable(
+            "bubblewrap (bwrap) is not installed, and the grader runs every submission in it.\n"
+            "Fix: `make system-deps` (or `sudo apt-get install bubblewrap`). To grade without any "
+            "confinement anyway, pass --unsafe-no-sandbox (read the instructors' page first).")
+    cmd = [*bwrap_command(limits or Limits()), "/bin/true"]
+    run = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if run.returncode != 0:
+        raise Unavailable(
+            f"bubblewrap cannot create the sandbox here: {run.stderr.strip()[:300]}\n"
+            "The usual cause is that unprivileged user namespaces are switched off. Fix: "
+            "`sudo sysctl kernel.unprivileged_userns_clone=1` (Debian), "
+            "`sudo sysctl user.max_user_namespaces=15000`, or on Ubuntu 24.04 "
+            "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`; inside a container, run it "
+            "with user namespaces allowed (e.g. docker --security-opt seccomp=unconfined). "
+            "--unsafe-no-sandbox grades without confinement (read the instructors' page first).")
+

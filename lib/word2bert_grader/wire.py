@@ -1,0 +1,237 @@
+"""The data-only channel between the trusted grader and a sandboxed submission.
+
+A message is one frame: an 8-byte length and a JSON header, then an 8-byte length and a safetensors
+blob holding every tensor the header names. Values are encoded as JSON with tagged objects:
+
+    None, bool, int, float, str       as themselves
+    list, tuple, dict                 {"$list": [...]}, {"$tuple": [...]}, {"$dict": [[k, v], ...]}
+    torch.Tensor                      {"$tensor": "t3", "grad": false}   (a dense CPU tensor)
+    torch.Size, dtype, device         {"$size": [...]}, {"$dtype": "float32"}, {"$device": "cpu"}
+    numpy array                       {"$ndarray": "t4"}
+    random.Random, torch.Generator    {"$random": state}, {"$generator": "t5"}   (their state, by value)
+    an object that is not data        {"$handle": 7, ...}   (sandbox -> grader only: a name for it)
+
+Nothing here unpickles, imports or executes anything it reads. :func:`decode` rebuilds plain values
+only and refuses anything else; the grader treats every frame from a sandbox as hostile input (its
+size is capped before it is read, its JSON nesting is bounded, safetensors checks its own header).
+This file runs on both sides: it is copied read-only into each sandbox, so it imports nothing of
+the grader.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+
+import torch
+from safetensors.torch import load as load_tensors
+from safetensors.torch import save as save_tensors
+
+MAX_DEPTH = 64
+_DTYPES = {name: getattr(torch, name) for name in (
+    "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")}
+
+
+class WireError(Exception):
+    """A frame that is not a well-formed message (from a broken or hostile peer)."""
+
+
+class Encoder:
+    """Encodes one message; ``handle(obj)`` is asked for anything that is not data (None: refuse)."""
+
+    def __init__(self, handle=None):
+        self.tensors: dict[str, torch.Tensor] = {}
+        self.handle = handle
+
+    def tensor(self, t: torch.Tensor) -> str:
+        name = f"t{len(self.tensors)}"
+        t = t.detach()
+        if t.layout != torch.strided or t.is_quantized or t.is_complex() or t.device.type == "meta":
+            raise TypeError(f"cannot send a {t.layout} {t.dtype} tensor")
+        if t.dtype not in _DTYPES.values():
+            raise TypeError(f"cannot send a tensor of dtype {t.dtype}")
+        self.tensors[name] = t.to("cpu", copy=True).contiguous()
+        return name
+
+    def encode(self, value, depth: int = 0):
+        if depth > MAX_DEPTH:
+            raise TypeError("value nested too deeply")
+        kind = type(value)
+        if value is None or kind in (bool, int, float, str):
+            return value
+        if kind is list:
+            return {"$list": [self.encode(v, depth + 1) for v in value]}
+        if kind is tuple:
+            return {"$tuple": [self.encode(v, depth + 1) for v in value]}
+        if kind is dict:
+            return {"$dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]}
+        if kind is torch.Size:
+            return {"$size": [int(d) for d in value]}
+        if kind is torch.dtype:
+            return {"$dtype": str(value).removeprefix("torch.")}
+        if kind is torch.device:
+            return {"$device": str(value)}
+        if kind is random.Random:
+            version, internal, gauss = value.getstate()
+            return {"$random": [version, list(internal), gauss]}
+        if kind is torch.Generator and value.device.type == "cpu":
+            return {"$generator": self.tensor(value.get_state())}
+        if isinstance(value, torch.Tensor):
+            return {"$tensor": self.tensor(value), "grad": bool(value.requires_grad)}
+        if type(value).__module__ == "numpy" and type(value).__name__ == "ndarray" and value.dtype.kind in "biuf":
+            return {"$ndarray": self.tensor(torch.from_numpy(value.copy()))}
+        if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "shape", None) == ():
+            return self.encode(value.item(), depth)
+        if self.handle is not None:
+            return self.handle(value)
+        raise TypeError(f"cannot send a {type(value).__name__} to student code (data only: tensors, "
+                        "numbers, strings, lists, tuples, dicts, random.Random, torch.Generator)")
+
+
+def write_frame(stream, header: dict, tensors: dict[str, torch.Tensor] | None = None) -> None:
+    head = json.dumps(header, allow_nan=True).encode("utf-8")
+    blob = save_tensors(tensors) if tensors else b""
+    stream.write(struct.pack(">Q", len(head)) + head + struct.pack(">Q", len(blob)) + blob)
+    stream.flush()
+
+
+def read_frame(read_exactly, max_bytes: int) -> tuple[dict, dict[str, torch.Tensor]]:
+    """One frame through ``read_exactly(n) -> bytes``; refuses frames larger than ``max_bytes``."""
+    (n,) = struct.unpack(">Q", read_exactly(8))
+    if n > max_bytes:
+        raise WireError(f"a message of {n:,} bytes (the limit is {max_bytes:,})")
+    try:
+        header = json.loads(read_exactly(n).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise WireError(f"not a JSON message ({type(error).__name__})") from None
+    (m,) = struct.unpack(">Q", read_exactly(8))
+    if n + m > max_bytes:
+        raise WireError(f"a message of {n + m:,} bytes (the limit is {max_bytes:,})")
+    blob = read_exactly(m) if m else b""
+    try:
+        tensors = load_tensors(blob) if blob else {}
+    except Exception as error:  # safetensors raises its own error types
+        raise WireError(f"bad tensor data ({type(error).__name__}: {str(error)[:200]})") from None
+    if not isinstance(header, dict):
+        raise WireError("a message must be a JSON object")
+    return header, tensors
+
+
+class Decoder:
+    """Rebuilds plain values; ``handle(spec)`` turns a handle into the caller's proxy (None: refuse).
+
+    ``grad``: tensors marked as needing gradients come back as leaves that require them (the sandbox
+    side, where the student's function is differentiated); the grader reads the marks itself.
+    """
+
+    def __init__(self, tensors: dict[str, torch.Tensor], handle=None, grad: bool = False):
+        self.tensors = tensors
+        self.handle = handle
+        self.grad = grad
+
+    def tensor(self, name) -> torch.Tensor:
+        if type(name) is not str or name not in self.tensors:
+            raise WireError(f"unknown tensor {str(name)[:40]!r}")
+        return self.tensors[name].clone()  # each reference its own tensor, as if sent twice
+
+    def decode(self, value, depth: int = 0):
+        if depth > MAX_DEPTH:
+            raise WireError("value nested too deeply")
+        kind = type(value)
+        if value is None or kind in (bool, int, float, str):
+            return value
+        if kind is dict and "$handle" in value and self.handle is not None:
+            return self.handle(value)
+        if kind is not dict or len(value) > 2:
+            raise WireError(f"unexpected {kind.__name__} in a message")
+        if "$list" in value:
+            return [self.decode(v, depth + 1) for v in _items(value["$list"])]
+        if "$tuple" in value:
+            return tuple(self.decode(v, depth + 1) for v in _items(value["$tuple"]))
+        if "$dict" in value:
+            out = {}
+            for pair in _items(value["$dict"]):
+                if type(pair) is not list or len(pair) != 2:
+                    raise WireError("a dict entry is not a [key, value] pair")
+                key = self.decode(pair[0], depth + 1)
+                if not _hashable(key):
+                    raise WireError(f"a dict key of type {type(key).__name__}")
+                out[key] = self.decode(pair[1], depth + 1)
+            return out
+        if "$tensor" in value:
+            t = self.tensor(value["$tensor"])
+            if self.grad and value.get("grad") is True and t.is_floating_point():
+                t.requires_grad_(True)
+            return t
+        if "$size" in value:
+            return torch.Size([_int(d) for d in _items(value["$size"])])
+        if "$dtype" in value:
+            if value["$dtype"] not in _DTYPES:
+                raise WireError(f"unknown dtype {str(value['$dtype'])[:40]!r}")
+            return _DTYPES[value["$dtype"]]
+        if "$device" in value:
+            if value["$device"] not in ("cpu",):
+                raise WireError(f"unknown device {str(value['$device'])[:40]!r}")
+            return torch.device("cpu")
+        if "$random" in value:
+            state = _items(value["$random"])
+            if len(state) != 3:
+                raise WireError("a random.Random state has three parts")
+            rng = random.Random()
+            try:
+                rng.setstate((_int(state[0]), tuple(_int(v) for v in _items(state[1])),
+                              None if state[2] is None else float(state[2])))
+            except (ValueError, TypeError, OverflowError) as error:
+                raise WireError(f"bad random.Random state ({error})") from None
+            return rng
+        if "$generator" in value:
+            g = torch.Generator()
+            try:
+                g.set_state(self.tensor(value["$generator"]))
+            except (RuntimeError, TypeError) as error:
+                raise WireError(f"bad torch.Generator state ({str(error)[:100]})") from None
+            return g
+        if "$ndarray" in value:
+            return self.tensor(value["$ndarray"]).numpy()
+        raise WireError(f"unexpected object {sorted(map(str, value))[:3]} in a message")
+
+
+def _items(value) -> list:
+    if type(value) is not list:
+        raise WireError("expected a list")
+    return value
+
+
+def _int(value) -> int:
+    if type(value) is not int:
+        raise WireError("expected an integer")
+    return value
+
+
+def _hashable(key) -> bool:
+    if key is None or type(key) in (bool, int, float, str):
+        return True
+    return type(key) is tuple and all(_hashable(k) for k in key)
+
+
+def tensors_in(value, encoded) -> list[tuple[str, torch.Tensor, bool]]:
+    """(wire name, tensor, marked as needing gradients) of every tensor in ``value``, in order,
+    walking it beside its encoding ``encoded`` (both sides number tensors this way)."""
+    found = []
+
+    def walk(v, e):
+        if type(e) is not dict:
+            return
+        if isinstance(v, torch.Tensor) and "$tensor" in e:
+            found.append((e["$tensor"], v, e.get("grad") is True))
+        elif type(v) in (list, tuple):
+            for x, y in zip(v, e.get("$list", e.get("$tuple", []))):
+                walk(x, y)
+        elif type(v) is dict:
+            for x, pair in zip(v.values(), e.get("$dict", [])):
+                if type(pair) is list and len(pair) == 2:
+                    walk(x, pair[1])
+
+    walk(value, encoded)
+    return found
