@@ -56,3 +56,21 @@ def test_wheel_includes_checkpoints(tmp_path):
         f"checkpoint files left out of the wheel (package-data in pyproject.toml?): {missing}"
     )
     assert "word2bert/__init__.py" in names and "word2bert/data/toyworld.py" in names
+    assert not any(n.startswith("word2bert_grader/") for n in names), (
+        "the students' library must not carry the grading pipeline"
+    )
+    assert "word2bert/testing.py" in names, "the exercises' test helpers ship with the library"
+
+
+@pytest.mark.slow
+def test_grader_is_a_distribution_of_its_own(tmp_path):
+    src = tmp_path / "grader"
+    shutil.copytree(ROOT / "lib" / "word2bert_grader", src,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+                    str(src), "-w", str(tmp_path / "wheel")], check=True, cwd=tmp_path)
+    (wheel,) = (tmp_path / "wheel").glob("word2bert_grader-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for module in ("sandbox", "runner", "wire", "proxy", "harness", "pipeline", "downloads", "__main__"):
+        assert f"word2bert_grader/{module}.py" in names, module
+    assert not any(n.startswith("word2bert/") for n in names)

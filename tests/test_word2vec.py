@@ -7,7 +7,7 @@ import torch
 
 from word2bert import word2vec as w2v
 from word2bert.data import ToyWorld, wordnet_available
-from word2bert.grading import assert_frequency
+from word2bert.testing import assert_frequency
 
 needs_wordnet = pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 not installed (apt-get install wordnet-base)")
 

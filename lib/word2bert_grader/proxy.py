@@ -211,7 +211,7 @@ class Session:
             for child in node.get("children") or []:
                 if type(child) is not list or len(child) != 2 or child[1] not in built:
                     raise wire.WireError("a module's child is not described")
-                built[h]._modules[_attribute(child[0])] = built[child[1]]
+                built[h]._modules[_member(child[0])] = built[child[1]]
         root = built.get(tree.get("root"))
         if root is None:
             raise wire.WireError("a module tree without its root")
@@ -447,7 +447,7 @@ def _load_state(module: nn.Module, params, buffers, decoder) -> None:
         raise wire.WireError("module state is not a dict")
     with torch.no_grad():
         for n, value in params.items():
-            n, t = _attribute(n), decoder.decode(value)
+            n, t = _member(n), decoder.decode(value)
             if not isinstance(t, torch.Tensor):
                 raise wire.WireError("a parameter that is not a tensor")
             grad = isinstance(value, dict) and value.get("grad") is True and t.is_floating_point()
@@ -461,7 +461,7 @@ def _load_state(module: nn.Module, params, buffers, decoder) -> None:
             if p is not None and p.requires_grad != grad:
                 p.requires_grad_(grad)
         for n, value in buffers.items():
-            n, t = _attribute(n), decoder.decode(value)
+            n, t = _member(n), decoder.decode(value)
             if not isinstance(t, torch.Tensor):
                 raise wire.WireError("a buffer that is not a tensor")
             b = module._buffers.get(n)
@@ -532,4 +532,11 @@ def _identifier(name) -> str:
 def _attribute(name) -> str:
     if type(name) is not str or not name.isidentifier():
         raise wire.WireError(f"not an attribute name: {str(name)[:40]!r}")
+    return name
+
+
+def _member(name) -> str:
+    """A submodule, parameter or buffer name as torch allows it ("0" in a Sequential, say)."""
+    if type(name) is not str or not name or "." in name or len(name) > 200 or name.startswith("_w2b"):
+        raise wire.WireError(f"not a module member name: {str(name)[:40]!r}")
     return name

@@ -314,6 +314,11 @@ class Sandbox:
                 pass
         if self._cgroup is not None:
             self._cgroup.kill()
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=10)  # reaped, so that poll() tells it is dead
+            except subprocess.TimeoutExpired:
+                pass
 
     def close(self) -> None:
         """Kill everything inside and free the cgroup."""

@@ -29,6 +29,7 @@ from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
 MAX_DEPTH = 64
+MAX_HEADER = 16 * 2**20  # JSON becomes Python objects many times its size: kept well under the tensors' cap
 _DTYPES = {name: getattr(torch, name) for name in (
     "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")}
 
@@ -99,8 +100,8 @@ def write_frame(stream, header: dict, tensors: dict[str, torch.Tensor] | None = 
 def read_frame(read_exactly, max_bytes: int) -> tuple[dict, dict[str, torch.Tensor]]:
     """One frame through ``read_exactly(n) -> bytes``; refuses frames larger than ``max_bytes``."""
     (n,) = struct.unpack(">Q", read_exactly(8))
-    if n > max_bytes:
-        raise WireError(f"a message of {n:,} bytes (the limit is {max_bytes:,})")
+    if n > min(max_bytes, MAX_HEADER):
+        raise WireError(f"a message header of {n:,} bytes (the limit is {min(max_bytes, MAX_HEADER):,})")
     try:
         header = json.loads(read_exactly(n).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
@@ -129,11 +130,15 @@ class Decoder:
         self.tensors = tensors
         self.handle = handle
         self.grad = grad
+        self.used: set[str] = set()
 
     def tensor(self, name) -> torch.Tensor:
-        if type(name) is not str or name not in self.tensors:
-            raise WireError(f"unknown tensor {str(name)[:40]!r}")
-        return self.tensors[name].clone()  # each reference its own tensor, as if sent twice
+        # Encoders name every reference anew, so a name read twice is a forged message (and a way
+        # to make the reader copy one large tensor many times).
+        if type(name) is not str or name not in self.tensors or name in self.used:
+            raise WireError(f"unknown or repeated tensor {str(name)[:40]!r}")
+        self.used.add(name)
+        return self.tensors[name]
 
     def decode(self, value, depth: int = 0):
         if depth > MAX_DEPTH:
