@@ -27,6 +27,7 @@ BEFORE = "3fb2476"  # the last commit that graded inside nbgrader's kernel
 
 
 def build_class(course: Path, source: Path, copies: int) -> int:
+    course.mkdir()
     for name in ("nbgrader_config.py", "solutions", "exercises"):
         (shutil.copytree if (source / name).is_dir() else shutil.copy)(source / name, course / name)
     count = 0

@@ -438,7 +438,8 @@ _EXCEPTION_CLASSES: dict[tuple[str, type], type] = {}
 
 def _exception_class(name: str, base: type) -> type:
     if (name, base) not in _EXCEPTION_CLASSES:
-        _EXCEPTION_CLASSES[name, base] = type(name, (base, StudentError), {"__module__": "student"})
+        bases = (StudentError,) if base is Exception else (base, StudentError)
+        _EXCEPTION_CLASSES[name, base] = type(name, bases, {"__module__": "student"})
     return _EXCEPTION_CLASSES[name, base]
 
 

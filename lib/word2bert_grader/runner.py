@@ -87,7 +87,7 @@ class Runner:
             op = header.get("op")
             try:
                 reply, out_tensors = getattr(self, f"op_{op}")(header, tensors)
-            except Exception as error:  # a failure of this request, reported as data
+            except BaseException as error:  # a failure of this request (SystemExit too), reported as data
                 reply, out_tensors = {"ok": False, "error": describe(error)}, {}
             wire.write_frame(self.out, reply, out_tensors)
 

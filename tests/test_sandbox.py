@@ -1,0 +1,313 @@
+"""The grader's parts, one at a time: the data-only wire, the proxies across the sandbox, the feedback.
+
+The whole pipeline, with hostile submissions, is tested through `make autograde` in test_grading.py
+and test_hostile.py; these tests pin down the contracts those rest on.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from torch import nn
+
+from word2bert_grader import feedback, notebook, wire
+from word2bert_grader.proxy import SandboxFailure, Session, StudentError
+from word2bert_grader.sandbox import Limits, Sandbox, Unavailable, check_available
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+
+def roundtrip(value, handle=None):
+    stream = io.BytesIO()
+    encoder = wire.Encoder()
+    wire.write_frame(stream, {"v": encoder.encode(value)}, encoder.tensors)
+    data = stream.getvalue()
+    position = [0]
+
+    def read(n):
+        chunk = data[position[0]:position[0] + n]
+        position[0] += n
+        return chunk
+
+    header, tensors = wire.read_frame(read, 2**30)
+    return wire.Decoder(tensors, handle).decode(header["v"])
+
+
+def frame(header: bytes, blob: bytes = b""):
+    data = struct.pack(">Q", len(header)) + header + struct.pack(">Q", len(blob)) + blob
+    stream = io.BytesIO(data)
+    return wire.read_frame(stream.read, 2**20)
+
+
+def test_wire_rebuilds_plain_values_exactly():
+    g = torch.Generator().manual_seed(3)
+    rng = random.Random(5)
+    value = {"ints": [1, -2, 10**30], "t": (torch.arange(6).view(2, 3), torch.tensor([True, False])),
+             "f": [1.5, float("inf")], "s": "é", "none": None, "size": torch.Size([2, 3]),
+             "dtype": torch.float16, 3: [rng, g], (1, "a"): torch.zeros(2, dtype=torch.bfloat16)}
+    back = roundtrip(value)
+    assert back.keys() == value.keys()
+    assert back["ints"] == value["ints"] and back["f"] == value["f"] and back["s"] == "é"
+    assert type(back["t"]) is tuple and torch.equal(back["t"][0], value["t"][0])
+    assert back["size"] == torch.Size([2, 3]) and back["dtype"] is torch.float16
+    r2, g2 = back[3]
+    assert r2.random() == rng.random(), "random.Random travels by state"
+    assert torch.equal(torch.rand(4, generator=g2), torch.rand(4, generator=g)), "so does torch.Generator"
+    assert back[(1, "a")].dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("header, why", [
+    (b"not json", "not a JSON"),
+    (b'{"v": {"$tensor": "t0"}}', "unknown or repeated tensor"),
+    (b'{"v": {"$eval": "__import__(\'os\')"}}', "unexpected object"),
+    (b'{"v": {"$dtype": "object"}}', "unknown dtype"),
+    (b'{"v": {"$random": [3, [1, 2], null]}}', "bad random.Random state"),
+    (b'{"v": {"$dict": [[{"$list": []}, 1]]}}', "dict key"),
+    (b'{"v": ' + b'{"$list": [' * 80 + b"1" + b"]}" * 80 + b"}", "nested too deeply"),
+])
+def test_wire_refuses_forged_messages(header, why):
+    with pytest.raises(wire.WireError, match=why):
+        head, tensors = frame(header)
+        wire.Decoder(tensors).decode(head["v"])
+
+
+def test_wire_refuses_a_tensor_read_twice_and_oversized_headers():
+    encoder = wire.Encoder()
+    name = encoder.tensor(torch.zeros(3))
+    stream = io.BytesIO()
+    wire.write_frame(stream, {"v": {"$list": [{"$tensor": name}, {"$tensor": name}]}}, encoder.tensors)
+    head, tensors = wire.read_frame(io.BytesIO(stream.getvalue()).read, 2**20)
+    with pytest.raises(wire.WireError, match="repeated"):
+        wire.Decoder(tensors).decode(head["v"])
+    with pytest.raises(wire.WireError, match="header of"):
+        wire.read_frame(io.BytesIO(struct.pack(">Q", 2**40)).read, 2**50)
+
+
+def test_wire_sends_only_data():
+    for value in (lambda x: x, object(), nn.Linear(2, 2), open):
+        with pytest.raises(TypeError):
+            wire.Encoder().encode(value)
+
+
+@pytest.fixture(scope="module")
+def session():
+    sandbox = Sandbox(Limits(memory_mb=1024))
+    try:
+        sandbox.start()
+    except Exception as error:  # no bubblewrap or no user namespaces here
+        pytest.skip(f"the sandbox cannot start here: {error}")
+    s = Session(sandbox)
+    code = '''
+import random, math, torch
+from torch import nn
+
+def double_in_place(x, rng):
+    x.mul_(2)
+    return x.sum().item(), rng.random()
+
+def uses_global_random():
+    return random.random(), torch.rand(1).item()
+
+def loss(a, b):
+    return (a * b).sum() ** 2
+
+class Highway(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.transform = nn.Linear(dim, dim)
+        self.gate = nn.Sequential(nn.Linear(dim, dim), nn.Sigmoid())
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls += 1
+        g = self.gate(x)
+        return g * torch.relu(self.transform(x)) + (1 - g) * x
+
+class Picky(ValueError):
+    pass
+
+def raises(kind):
+    raise {"value": ValueError, "picky": Picky, "exit": SystemExit}[kind]("no: " + kind)
+
+def loops():
+    while True:
+        pass
+
+def lying():
+    class Yes:
+        def __eq__(self, other):
+            return True
+    return Yes()
+'''
+    reply, _ = sandbox.request({"op": "run_cell", "source": code}, timeout=60)
+    assert reply["error"] is None, reply
+    yield s
+    sandbox.close()
+
+
+def bind(session, *names):
+    session.deadline = time.monotonic() + 60
+    return session.names(list(names))
+
+
+@needs_bwrap
+def test_arguments_changed_in_place_come_back(session):
+    f = bind(session, "double_in_place")["double_in_place"]
+    x, rng = torch.ones(3), random.Random(0)
+    total, draw = f(x, rng)
+    assert total == 6.0 and torch.equal(x, torch.full((3,), 2.0)), "the mutation is seen by the caller"
+    assert draw == random.Random(0).random()
+    reference = random.Random(0)
+    reference.random()
+    assert rng.getstate() == reference.getstate(), "the generator advanced as if the call were local"
+
+
+@needs_bwrap
+def test_global_random_state_is_sent_but_never_taken_back(session):
+    f = bind(session, "uses_global_random")["uses_global_random"]
+    random.seed(1)
+    torch.manual_seed(1)
+    first = f()
+    random.seed(1)
+    torch.manual_seed(1)
+    assert f() == first, "the student's code sees the grader's global state"
+    random.seed(1)
+    f()
+    assert random.getstate() != random.Random(1).getstate(), "the grader's stream moves on after a call"
+    assert f() != first
+
+
+@needs_bwrap
+def test_gradients_flow_across_the_sandbox(session):
+    f = bind(session, "loss")["loss"]
+    a = torch.randn(4, requires_grad=True)
+    b = torch.randn(4, requires_grad=True)
+    f(a, b).backward()
+    a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    ((a2 * b2).sum() ** 2).backward()
+    assert torch.allclose(a.grad, a2.grad) and torch.allclose(b.grad, b2.grad)
+
+
+@needs_bwrap
+def test_student_modules_are_mirrored(session):
+    Highway = bind(session, "Highway")["Highway"]
+    assert isinstance(Highway, type) and issubclass(Highway, nn.Module)
+    torch.manual_seed(0)
+    layer = Highway(5)
+    assert isinstance(layer, Highway) and isinstance(layer.transform, nn.Linear)
+    assert layer.transform.in_features == 5 and isinstance(layer.gate[1], nn.Sigmoid)
+    assert sorted(n for n, _ in layer.named_parameters()) == [
+        "gate.0.bias", "gate.0.weight", "transform.bias", "transform.weight"]
+    x = torch.randn(3, 5)
+    with torch.no_grad():
+        layer.transform.weight.fill_(0.1)  # the grader's changes reach the student's module
+    out = layer(x)
+    g = layer.gate(x)  # a torch layer inside it runs here, on the mirror's weights
+    want = g * torch.relu(layer.transform(x)) + (1 - g) * x
+    assert torch.allclose(out, want, atol=1e-6)
+    assert layer.calls.item() == 1, "buffers the student's forward changes come back"
+    out.sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in layer.parameters())
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+    before = layer(x).detach()
+    optimizer.step()
+    assert not torch.allclose(layer(x), before), "an optimizer step on the mirror changes the student's forward"
+    layer.eval()
+    assert not layer.training and not layer.gate.training
+
+
+@needs_bwrap
+def test_student_exceptions_keep_their_builtin_type(session):
+    raises = bind(session, "raises")["raises"]
+    with pytest.raises(ValueError, match="no: value"):
+        raises("value")
+    with pytest.raises(ValueError) as info:
+        raises("picky")
+    assert type(info.value).__name__ == "Picky" and isinstance(info.value, StudentError)
+    with pytest.raises(StudentError):  # never the grader's own SystemExit
+        raises("exit")
+
+
+@needs_bwrap
+def test_lying_objects_are_not_data(session):
+    got = bind(session, "lying")["lying"]()
+    assert got != 1 and got != [] and not (got == "anything"), "an object of the student's is only a handle"
+
+
+@needs_bwrap
+def test_a_call_past_the_limit_is_a_failure_tests_cannot_catch(session):
+    loops = bind(session, "loops")["loops"]
+    session.limit = 1
+    session.deadline = time.monotonic() + 1
+    start = time.monotonic()
+    with pytest.raises(SandboxFailure, match="limit"):
+        try:
+            loops()
+        except Exception:  # a test's `except Exception` does not swallow it
+            pytest.fail("caught as Exception")
+    assert time.monotonic() - start < 15
+    assert session.sandbox.process.poll() is not None, "the runaway sandbox was killed"
+
+
+def test_no_bubblewrap_stops_with_the_fix(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(Unavailable, match="make system-deps"):
+        check_available()
+
+
+def test_autograde_without_bubblewrap_exits_with_the_reason(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "word2bert_grader", "--root", str(tmp_path), "autograde"],
+                         capture_output=True, text=True, env={"PATH": "/nonexistent"}, check=False)
+    assert run.returncode != 0 and "bubblewrap" in run.stderr and "--unsafe-no-sandbox" in run.stderr
+
+
+def test_feedback_escapes_and_sanitizes_what_the_student_wrote():
+    step = notebook.Step("student", "print('<script>alert(1)</script>')")
+    record = type("R", (), {"step": step, "failure": "", "outputs": [
+        {"type": "stream", "name": "stdout", "text": "<script>alert(2)</script>"},
+        {"type": "display", "data": {"text/html": "<b>ok</b><script>alert(3)</script><img src=x onerror=alert(4)>"}},
+        {"type": "display", "data": {"image/png": "PHN2Zz4=", "text/plain": "<i>"}},
+    ]})()
+    md = type("R", (), {"step": notebook.Step("markdown", "<script>alert(5)</script> [x](javascript:alert(6))",
+                                              student_markdown=True), "failure": "", "outputs": []})()
+    result = {"student": "<eve>", "assignment": "a", "score": 0, "max_score": 1, "notes": [], "cells": {}}
+    page = feedback.page(result, [record, md])
+    assert "<script" not in page and "onerror" not in page and 'href="javascript' not in page
+    assert "<b>ok</b>" in page, "harmless HTML survives sanitizing"
+    assert "data:image/png" not in page, "an image that is not a PNG is not shown as one"
+    assert "&lt;eve&gt;" in page
+
+
+def test_the_plan_restores_tests_and_keeps_scratch_cells_in_place():
+    def cell(kind, source, **nbgrader):
+        meta = {"nbgrader": nbgrader} if nbgrader else {}
+        return {"cell_type": kind, "source": source, "metadata": meta}
+
+    source = [cell("code", "import torch", grade_id="setup", locked=True),
+              cell("code", "def f(x):\n    return x", grade_id="f", solution=True),
+              cell("code", "assert f(1) == 1\n### BEGIN HIDDEN TESTS\nassert f(2) == 2\n### END HIDDEN TESTS",
+                   grade_id="test_f", grade=True, points=2)]
+    submission = [cell("code", "import os", grade_id="setup", locked=True),
+                  cell("code", "def f(x):\n    return 0", grade_id="f", solution=True),
+                  cell("code", "scratch = 1"),
+                  cell("code", "def f(x):\n    return x", grade_id="f", solution=True),
+                  cell("code", "pass", grade_id="test_f", grade=True, points=200)]
+    plan = notebook.plan(source, submission)
+    kinds = [(s.kind, s.source.splitlines()[0]) for s in plan.steps]
+    assert kinds == [("setup", "import torch"), ("student", "def f(x):"), ("student", "scratch = 1"),
+                     ("answer", "def f(x):"), ("test", "assert f(1) == 1")], kinds
+    assert plan.steps[3].source.endswith("return x"), "the last copy of an answer is the answer"
+    assert plan.steps[-1].points == 2 and "HIDDEN" in plan.steps[-1].source
+    assert plan.contract == ["f"]
+    assert any("edited test cells test_f" in n for n in plan.notes)
+    assert any("edited read-only cells setup" in n for n in plan.notes)
+    assert json.dumps(plan.notes)
