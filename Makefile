@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml lib/word2bert_grader/pyproject.toml constraints.txt
 	# torch first, pinned: on machines with a CPU wheel on disk or a CPU index configured this takes the CPU build.
 	$(BIN)/python -m pip install --quiet -c constraints.txt torch
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
-	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps -e lib/word2bert_grader
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e lib/word2bert_grader
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (word2bert)" >/dev/null
 	touch $@
 
@@ -42,10 +42,12 @@ test-fast: setup ## Unit tests only (no notebooks, no book build)
 release: setup ## Regenerate exercises/ (student release) from solutions/
 	$(BIN)/python -m word2bert_grader release
 
-# COURSE=dir grades another course root (an instructor's private copy); ARGS passes more options.
-autograde: setup ## Grade every submission under submitted/, each in a sandbox (DOWNLOADS=dir, ROSTER=file, JOBS=n)
+# COURSE=dir grades another course root (an instructor's private copy); SCHEDULER=tcp://host:8786 grades
+# on a running Dask cluster; ARGS passes more options.
+autograde: setup ## Grade every submission under submitted/, each in a sandbox (DOWNLOADS=dir, ROSTER=file, JOBS=n, SCHEDULER=addr)
 	$(BIN)/python -m word2bert_grader --root "$(or $(COURSE),.)" autograde --jobs $(JOBS) \
-		$(if $(DOWNLOADS),--downloads "$(DOWNLOADS)") $(if $(ROSTER),--roster "$(ROSTER)") $(ARGS)
+		$(if $(DOWNLOADS),--downloads "$(DOWNLOADS)") $(if $(ROSTER),--roster "$(ROSTER)") \
+		$(if $(SCHEDULER),--scheduler "$(SCHEDULER)") $(ARGS)
 
 checkpoints: setup ## Retrain the committed checkpoints (ELMo, GPT, BERT); about half an hour on a CPU
 	$(BIN)/python -m word2bert.scripts.train_elmo --threads 1

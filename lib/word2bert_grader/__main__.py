@@ -19,7 +19,9 @@ def main(argv: list[str] | None = None) -> None:
     grade = commands.add_parser("autograde", help="grade everything under submitted/")
     grade.add_argument("--downloads", type=Path, help="folder of LMS downloads (<student>_<assignment>.ipynb, zips)")
     grade.add_argument("--roster", type=Path, help="file of the student ids allowed (one per line, or CSV with id)")
-    grade.add_argument("--jobs", type=int, help="submissions graded at once (default: CPU count)")
+    grade.add_argument("--jobs", type=int, help="submissions graded at once on this machine (default: CPU count)")
+    grade.add_argument("--scheduler", metavar="ADDRESS",
+                       help="grade on a running Dask cluster instead, e.g. tcp://host:8786 (see the instructors' page)")
     grade.add_argument("--timeout", type=float, help="per-cell time limit in s (default: the config's)")
     grade.add_argument("--no-feedback", action="store_true", help="skip the HTML feedback")
     grade.add_argument("--feedback-for", nargs="+", metavar="STUDENT",
@@ -32,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     feedback = False if args.no_feedback else set(args.feedback_for) if args.feedback_for else True
     results = pipeline.autograde(args.root, args.downloads, args.jobs, args.timeout, feedback, args.roster,
-                                 args.unsafe_no_sandbox)
+                                 args.unsafe_no_sandbox, args.scheduler)
     print(json.dumps({"submissions": len(results), "failed": sum(bool(r["failed"]) for r in results),
                       "tampering_suspected": sum(bool(r["tampering"]) for r in results),
                       "sandbox": not args.unsafe_no_sandbox}))

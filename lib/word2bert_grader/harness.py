@@ -25,6 +25,7 @@ import contextlib
 import io
 import linecache
 import signal
+import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -77,16 +78,25 @@ class _Overtime(BaseException):
     pass
 
 
+def failed_result(student: str, assignment: str, source: bytes, reason: str, transient: bool = False) -> dict:
+    """The result of a submission that could not be graded: zero on every test, with the reason.
+
+    ``transient``: the cause was the grading machinery (a worker died), not the submission; such a
+    result is not cached, so that the next run tries again.
+    """
+    points = notebook.points(notebook.read_cells(source))
+    return {"student": student, "assignment": assignment, "cells": dict.fromkeys(points, 0.0),
+            "max_score": sum(points.values()), "score": 0.0, "failed": reason, "notes": [], "tampering": [],
+            "seconds": 0.0, "feedback": "", "autograded": "", "sandbox": {}, "transient": transient}
+
+
 def grade(student: str, assignment: str, submission: bytes, source: bytes, settings: dict) -> dict:
     """The whole grading of one submission (see the module docstring)."""
     config = Settings.from_dict(settings)
     start = time.perf_counter()
     source_cells = notebook.read_cells(source)
-    points = {notebook._nbgrader(c)["grade_id"]: float(notebook._nbgrader(c).get("points", 0))
-              for c in source_cells if notebook._nbgrader(c).get("grade")}
-    result = {"student": student, "assignment": assignment, "cells": dict.fromkeys(points, 0.0),
-              "max_score": sum(points.values()), "score": 0.0, "failed": "", "notes": [], "tampering": [],
-              "seconds": 0.0, "feedback": "", "autograded": "", "sandbox": {}}
+    points = notebook.points(source_cells)
+    result = failed_result(student, assignment, source, "")
     try:
         cells = notebook.read_cells(submission)
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
@@ -99,8 +109,10 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
     sandbox = Sandbox(config.limits, config.unsafe)
     # A backstop for the whole submission: every cell's limit twice, plus start-ups.
     backstop = 120 + 2 * sum(config.limit(s.grade_id) for s in plan.steps if s.kind != "markdown")
-    previous = signal.signal(signal.SIGALRM, _overtime)
-    signal.alarm(int(backstop))
+    main = threading.current_thread() is threading.main_thread()  # signals only there (not in a Dask thread)
+    if main:
+        previous = signal.signal(signal.SIGALRM, _overtime)
+        signal.alarm(int(backstop))
     try:
         grader = _Grader(config, sandbox, records)
         grader.run_in_sandbox()
@@ -108,11 +120,13 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
         result["sandbox"] = grader.hello
     except _Overtime:
         result["failed"] = f"grading took longer than {backstop:g} s in all"
+        result["transient"] = True  # a loaded machine, perhaps: try again next run
     except SandboxError as error:  # the sandbox could not even start
         result["failed"] = f"the sandbox could not start: {error}"
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+        if main:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
         sandbox.close()
     for r in records:
         s = r.step
@@ -298,3 +312,18 @@ def _error_text(error) -> str:
 
 def _cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n... ({len(text):,} characters, cut)"
+
+
+def main() -> None:
+    """``python -m word2bert_grader.harness``: one task as JSON on stdin (bytes in base64), its result on stdout."""
+    import base64
+    import json
+    import sys
+
+    student, assignment, submission, source, settings = json.load(sys.stdin)["task"]
+    result = grade(student, assignment, base64.b64decode(submission), base64.b64decode(source), settings)
+    sys.stdout.write(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

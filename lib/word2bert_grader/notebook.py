@@ -79,6 +79,12 @@ def read_cells(data: bytes) -> list[dict]:
     return cells
 
 
+def points(source_cells: list[dict]) -> dict[str, float]:
+    """grade id -> points of every test cell of a source notebook."""
+    return {_nbgrader(c)["grade_id"]: float(_nbgrader(c).get("points", 0)) for c in source_cells
+            if _nbgrader(c).get("grade") and _nbgrader(c).get("grade_id")}
+
+
 def defined_names(source: str) -> list[str]:
     """Top-level names an answer cell defines (functions, classes, assigned variables)."""
     try:

@@ -5,33 +5,37 @@
 
 Both run in a course root holding ``nbgrader_config.py`` and ``solutions/`` (this repository, or an
 instructor's private copy of it). Each submission is graded by :func:`word2bert_grader.harness.grade`
-in a worker process of its own (a fresh fork, one per submission, ``--jobs`` at a time); its student
-code runs in a sandbox inside that. The workers return data; this process writes the gradebook,
-``grades.csv``, ``feedback/<student>/<assignment>/<assignment>.html`` and ``autograded/``, so no
-submission can reach them. A submission that cannot be graded is scored zero with its reason, and
-every submission gets exactly one row.
+in a worker process of its own, on this machine (``--jobs`` at a time) or on a Dask cluster
+(``--scheduler``, :mod:`word2bert_grader.executors`); its student code runs in a sandbox inside that.
+The workers return data; this process alone writes the gradebook, ``grades.csv``,
+``feedback/<student>/<assignment>/<assignment>.html``, ``autograded/`` and the result cache
+``.grading-cache/`` (by the hash of the submission, its source, the settings and the grader's own
+code: a re-run grades only what changed, and an interrupted run resumes). A submission that cannot be
+graded is scored zero with its reason, and every submission gets exactly one row.
 """
 
 from __future__ import annotations
 
 import csv
-import multiprocessing
+import functools
+import hashlib
+import json
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Collection
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+import word2bert
+import word2bert_grader
 from word2bert_grader import downloads as lms
-from word2bert_grader import gradebook
+from word2bert_grader import executors, gradebook
 from word2bert_grader.feedback import failure_page
-from word2bert_grader.harness import Settings
+from word2bert_grader.harness import Settings, failed_result
 from word2bert_grader.sandbox import Limits, Unavailable, check_available
 
-ATTEMPTS = 2  # a worker that dies is retried once, then the submission is scored 0 with the reason
+CACHE = ".grading-cache"
 UNSAFE_BANNER = ("WARNING: --unsafe-no-sandbox: student code ran WITHOUT confinement, as this user, with "
                  "network, files and processes in reach. Scores still come from the grader's own process, "
                  "but these grades are not safe to put on a transcript.")
@@ -63,13 +67,8 @@ def settings(root: Path, timeout: float | None = None) -> Settings:
                     limits=limits)
 
 
-def failed_row(student: str, assignment: str, reason: str, max_score: float) -> dict:
-    return {"student": student, "assignment": assignment, "cells": {}, "max_score": max_score, "score": 0.0,
-            "failed": reason, "notes": [], "tampering": [], "seconds": 0.0, "feedback": "", "autograded": ""}
-
-
 def find_submissions(root: Path, names: Collection[str], roster: set[str] | None,
-                     refused: list[dict], max_scores: dict[str, float]) -> list[tuple[str, str, Path]]:
+                     refused: list[dict]) -> list[tuple[str, str, Path]]:
     """(student, assignment, notebook path) under ``submitted/``; what cannot be graded goes to ``refused``."""
     submitted = root / "submitted"
     found = []
@@ -81,9 +80,10 @@ def find_submissions(root: Path, names: Collection[str], roster: set[str] | None
             continue  # .ipynb_checkpoints and stray files are nobody's submission
         for a in sorted(p for p in folder.iterdir() if p.name in names):
             if roster is not None and student not in roster:
-                refused.append(failed_row(student, a.name, "refused: not on the roster", max_scores[a.name]))
+                refused.append(failed_result(student, a.name, source(root, a.name), "refused: not on the roster"))
             elif folder.is_symlink() or a.is_symlink():
-                refused.append(failed_row(student, a.name, "refused: the folder is a symlink", max_scores[a.name]))
+                refused.append(failed_result(student, a.name, source(root, a.name),
+                                             "refused: the folder is a symlink"))
             else:
                 found.append((student, a.name, a / f"{a.name}.ipynb"))
     return found
@@ -102,46 +102,74 @@ def _read(path: Path, limit: int = 64 * 2**20) -> bytes | str:
     return data if len(data) <= limit else f"{path.name} is larger than {limit // 2**20} MB"
 
 
-def _pool(jobs: int) -> ProcessPoolExecutor:
-    # A fresh fork of a process that has imported torch already, for every submission: start-up is
-    # cheap and no state of one submission's tests reaches the next.
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["torch", "word2bert_grader.harness"])
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, max_tasks_per_child=1)
+@functools.cache
+def source(root: Path, assignment: str) -> bytes:
+    return (root / "solutions" / assignment / f"{assignment}.ipynb").read_bytes()
 
 
-def run_all(tasks: list[tuple], jobs: int, max_scores: dict[str, float]) -> list[dict]:
-    """Grade every task in worker processes; a worker that dies is retried, then scored 0."""
+@functools.cache
+def grader_version() -> str:
+    """A hash of the code that decides a grade: this package, the library the tests use, its checkpoints."""
+    digest = hashlib.sha256()
+    for package in (word2bert_grader, word2bert):
+        folder = Path(package.__file__).parent
+        for path in sorted(folder.rglob("*")):
+            if path.suffix in (".py", ".safetensors", ".json") and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(folder)).encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_key(task: tuple) -> str:
+    student, assignment, submission, source_bytes, settings = task
+    digest = hashlib.sha256(grader_version().encode())
+    for part in (student.encode(), assignment.encode(), submission, source_bytes,
+                 json.dumps(settings, sort_keys=True).encode()):
+        digest.update(hashlib.sha256(part).digest())
+    return digest.hexdigest()
+
+
+def cached(root: Path, key: str) -> dict | None:
+    try:
+        return json.loads((root / CACHE / f"{key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def remember(root: Path, key: str, result: dict) -> None:
+    folder = root / CACHE
+    folder.mkdir(exist_ok=True)
+    tmp = folder / f"{key}.tmp"
+    tmp.write_text(json.dumps(result), encoding="utf-8")
+    os.replace(tmp, folder / f"{key}.json")
+
+
+def run_all(root: Path, tasks: list[tuple], jobs: int, scheduler: str | None) -> tuple[list[dict], int]:
+    """Grade every task (cached results first); returns the results and how many came from the cache."""
     from tqdm.auto import tqdm
 
-    from word2bert_grader.harness import grade
-
-    results, attempts, todo = [], {}, list(tasks)
-    with tqdm(total=len(tasks), desc="autograde", unit="submission", disable=None) as bar:
-        while todo:
-            pool = _pool(jobs)
-            futures = {pool.submit(grade, *task): task for task in todo}
-            todo = []
-            for future in as_completed(futures):
-                task = futures[future]
-                student, assignment = task[0], task[1]
-                try:
-                    results.append(future.result())
-                    bar.update()
-                except BrokenProcessPool:
-                    attempts[student, assignment] = attempts.get((student, assignment), 0) + 1
-                    if attempts[student, assignment] < ATTEMPTS:
-                        todo.append(task)
-                    else:
-                        results.append(failed_row(student, assignment, "the grader's worker process died "
-                                                  f"{ATTEMPTS} times on it", max_scores[assignment]))
-                        bar.update()
-                except Exception as error:  # a bug of the grader's: reported, never stops the batch
-                    results.append(failed_row(student, assignment, f"the grader failed: {type(error).__name__}: "
-                                              f"{str(error)[:300]}", max_scores[assignment]))
-                    bar.update()
-            pool.shutdown(wait=True, cancel_futures=True)
-    return results
+    results, todo = [], {}
+    for task in tasks:
+        key = cache_key(task)
+        hit = cached(root, key)
+        if hit is not None and (hit.get("student"), hit.get("assignment")) == task[:2]:
+            results.append(hit)
+        else:
+            todo[task[:2]] = (key, task)
+    reused = len(results)
+    tasks = [task for _, task in todo.values()]
+    run = executors.cluster(tasks, scheduler) if scheduler else executors.local(tasks, jobs)
+    failures = 0
+    with tqdm(total=len(tasks) + reused, initial=reused, desc="autograde", unit="submission",
+              disable=None) as bar:
+        for result in run:
+            key, _ = todo[result["student"], result["assignment"]]
+            if not result.get("transient"):
+                remember(root, key, result)
+            results.append(result)
+            failures += bool(result["failed"])
+            bar.set_postfix(failed=failures, refresh=False)
+            bar.update()
+    return results, reused
 
 
 def write_outputs(root: Path, results: list[dict]) -> None:
@@ -167,7 +195,7 @@ def write_grades(path: Path, results: list[dict]) -> None:
                              "failed" if r["failed"] else "graded", r["failed"] or "; ".join(r["notes"])])
 
 
-def summary(results: list[dict], unsafe: bool, ignored: list[str]) -> str:
+def summary(results: list[dict], unsafe: bool, ignored: list[str], reused: int = 0) -> str:
     names = sorted({r["assignment"] for r in results})
     by = {(r["student"], r["assignment"]): r for r in results}
     students = sorted({r["student"] for r in results})
@@ -191,6 +219,8 @@ def summary(results: list[dict], unsafe: bool, ignored: list[str]) -> str:
         lines += [f"  {r['student']}/{r['assignment']}: {'; '.join(r['notes'])}" for r in noted]
     if ignored:
         lines += ["", "Downloads not collected:"] + [f"  {line}" for line in ignored]
+    if reused:
+        lines += ["", f"{reused} submission(s) unchanged since an earlier run: their results were reused"]
     timed = {n: sorted(r["seconds"] for r in results if r["assignment"] == n and r["seconds"]) for n in names}
     lines += ["", "Seconds per submission (median, slowest): " + ", ".join(
         f"{n} {t[len(t) // 2]:.1f}, {t[-1]:.1f}" for n, t in timed.items() if t)]
@@ -201,7 +231,7 @@ def summary(results: list[dict], unsafe: bool, ignored: list[str]) -> str:
 
 def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None, timeout: float | None = None,
               feedback: bool | Collection[str] = True, roster: Path | None = None,
-              unsafe: bool = False) -> list[dict]:
+              unsafe: bool = False, scheduler: str | None = None) -> list[dict]:
     """Grade every submission under ``root/submitted``; write gradebook, grades.csv, feedback/, autograded/.
 
     ``feedback``: for every student (True), none (False), or only the students named.
@@ -215,7 +245,6 @@ def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None
         except Unavailable as error:
             sys.exit(f"make autograde: cannot grade safely on this machine.\n{error}")
     names = assignments(root)
-    max_scores = {n: _max_score(root, n) for n in names}
     allowed = lms.read_roster(roster) if roster is not None else None
     refused: list[dict] = []
     ignored: list[str] = []
@@ -223,10 +252,10 @@ def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None
         _, problems = lms.collect(downloads.resolve(), root / "submitted", names, allowed)
         for p in problems:
             if p.student and p.assignment:
-                refused.append(failed_row(p.student, p.assignment, p.reason, max_scores[p.assignment]))
+                refused.append(failed_result(p.student, p.assignment, source(root, p.assignment), p.reason))
             else:
                 ignored.append(f"{p.source}: {p.reason}")
-    todo = find_submissions(root, names, allowed, refused, max_scores)
+    todo = find_submissions(root, names, allowed, refused)
     graded = {(s, a) for s, a, _ in todo}
     unique = {}
     for r in refused:  # one row per (student, assignment): a submission on disk is graded instead
@@ -246,24 +275,17 @@ def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None
     for student, assignment, path in todo:
         data = _read(path)
         if isinstance(data, str):
-            results.append(failed_row(student, assignment, data, max_scores[assignment]))
+            results.append(failed_result(student, assignment, source(root, assignment), data))
             continue
         config.feedback = feedback if isinstance(feedback, bool) else student in feedback
-        source = (root / "solutions" / assignment / f"{assignment}.ipynb").read_bytes()
-        tasks.append((student, assignment, data, source, config.to_dict()))
-    results += run_all(tasks, jobs or os.cpu_count() or 1, max_scores)
+        tasks.append((student, assignment, data, source(root, assignment), config.to_dict()))
+    graded, reused = run_all(root, tasks, jobs or os.cpu_count() or 1, scheduler)
+    results += graded
     for r in results:
         if r["failed"] and not r["feedback"] and (feedback if isinstance(feedback, bool) else r["student"] in feedback):
             r["feedback"] = failure_page(r)
     write_outputs(root, results)
     gradebook.record(root / "gradebook.db", results)
     write_grades(root / "grades.csv", results)
-    print(summary(results, unsafe, ignored))
+    print(summary(results, unsafe, ignored, reused))
     return results
-
-
-def _max_score(root: Path, assignment: str) -> float:
-    from word2bert_grader import notebook
-
-    cells = notebook.read_cells((root / "solutions" / assignment / f"{assignment}.ipynb").read_bytes())
-    return sum(float(notebook._nbgrader(c).get("points", 0)) for c in cells if notebook._nbgrader(c).get("grade"))

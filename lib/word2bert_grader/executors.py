@@ -1,0 +1,119 @@
+"""Where submissions are graded: a pool of local processes, or a Dask cluster.
+
+A task is ``(student, assignment, submission bytes, source bytes, settings)``; its result is the dict
+of :func:`word2bert_grader.harness.grade`. Nothing is shared but these values, so workers need no
+folder of the course: a Dask worker only needs the project installed and bubblewrap.
+
+Both executors run every submission in a fresh fork of a process that has imported torch already
+(one per submission: no state of one submission's tests reaches the next), yield results as they
+come, and never lose a submission: a task whose worker dies is tried again, and after
+``ATTEMPTS`` deaths it comes back as a failed row with the reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import multiprocessing
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+
+ATTEMPTS = 3  # deaths of the worker grading a submission before it is scored 0
+
+
+def fork_pool(workers: int) -> ProcessPoolExecutor:
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "word2bert_grader.harness"])
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=1)
+
+
+def failed(task: tuple, reason: str) -> dict:
+    from word2bert_grader.harness import failed_result
+
+    return failed_result(task[0], task[1], task[3], reason, transient=True)
+
+
+def local(tasks: list[tuple], jobs: int) -> Iterator[dict]:
+    """``jobs`` worker processes on this machine."""
+    from word2bert_grader.harness import grade
+
+    deaths: dict[int, int] = {}
+    todo = list(enumerate(tasks))
+    while todo:
+        pool = fork_pool(jobs)
+        futures = {pool.submit(grade, *task): (i, task) for i, task in todo}
+        todo = []
+        for future in as_completed(futures):
+            i, task = futures[future]
+            try:
+                yield future.result()
+            except BrokenProcessPool:  # a worker died (killed, out of memory): every unfinished task is retried
+                deaths[i] = deaths.get(i, 0) + 1
+                if deaths[i] < ATTEMPTS:
+                    todo.append((i, task))
+                else:
+                    yield failed(task, f"the grader's worker process died {ATTEMPTS} times while grading it")
+            except Exception as error:  # a bug of the grader's: reported, never stops the batch
+                yield failed(task, f"the grader failed: {type(error).__name__}: {str(error)[:300]}")
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+_POOL: ProcessPoolExecutor | None = None
+
+
+def grade_in_fork(*task) -> dict:
+    """On a Dask worker: grade in a fresh process, as the local pool does (one process per submission).
+
+    A fork of a process that has imported torch already, where the worker may have children; a
+    worker started by a nanny is daemonic and may not, and starts a new interpreter instead (about
+    two seconds more: start workers with ``--no-nanny`` or DASK_DISTRIBUTED__WORKER__DAEMON=False).
+    """
+    global _POOL
+    from word2bert_grader.harness import grade
+
+    if multiprocessing.current_process().daemon:
+        return _grade_in_subprocess(task)
+    for _ in range(ATTEMPTS):
+        if _POOL is None:
+            _POOL = fork_pool(multiprocessing.cpu_count())
+        try:
+            return _POOL.submit(grade, *task).result()
+        except BrokenProcessPool:
+            _POOL = None
+    return failed(task, f"the grader's process died {ATTEMPTS} times while grading it")
+
+
+def _grade_in_subprocess(task: tuple) -> dict:
+    student, assignment, submission, source, settings = task
+    payload = json.dumps({"task": [student, assignment, base64.b64encode(submission).decode(),
+                                   base64.b64encode(source).decode(), settings]})
+    for _ in range(ATTEMPTS):
+        run = subprocess.run([sys.executable, "-m", "word2bert_grader.harness"], input=payload.encode(),
+                             capture_output=True, check=False)
+        if run.returncode == 0:
+            return json.loads(run.stdout)
+    return failed(task, f"the grader's process died {ATTEMPTS} times while grading it "
+                        f"({run.stderr.decode(errors='replace')[-300:]})")
+
+
+def cluster(tasks: list[tuple], scheduler: str) -> Iterator[dict]:
+    """A running Dask cluster (``dask scheduler`` and ``dask worker``s), at address ``scheduler``."""
+    from distributed import Client, as_completed
+    from distributed.scheduler import KilledWorker
+
+    with Client(scheduler, timeout="30s") as client:
+        futures = {client.submit(grade_in_fork, *task, pure=False, retries=0,
+                                 key=f"grade-{task[0]}-{task[1]}-{i}"): task for i, task in enumerate(tasks)}
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                yield future.result()
+            except KilledWorker:  # the scheduler moved it to another worker, and those died too
+                yield failed(task, "the Dask workers grading it died (the scheduler's allowed-failures limit, "
+                                   f"{ATTEMPTS} by default)")
+            except Exception as error:
+                yield failed(task, f"the grader failed: {type(error).__name__}: {str(error)[:300]}")
+            future.release()

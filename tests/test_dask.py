@@ -1,0 +1,196 @@
+"""Autograding on Dask: a LocalCluster, a real scheduler with two workers on loopback, a worker killed
+mid-run, the resume cache, and a load test of 300 submissions, a fifth of them faulty.
+
+Everything runs on 127.0.0.1: the scheduler and workers are processes started by these tests, and
+stop with them.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_grading import fixtures, release_nb, solution_code, solution_nb, submission, write
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENTS = ["01-word2vec", "02-elmo", "03-gpt", "04-bert-pretraining", "05-bert-finetuning"]
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")]
+
+
+def course(tmp: Path) -> Path:
+    tmp.mkdir(parents=True, exist_ok=True)
+    for name in ("nbgrader_config.py", "solutions", "exercises"):
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, tmp / name)
+    return tmp
+
+
+def grades(root: Path) -> dict[tuple[str, str], dict]:
+    with open(root / "grades.csv", encoding="utf-8") as stream:
+        rows = list(csv.DictReader(stream))
+    keyed = {(r["student"], r["assignment"]): r for r in rows}
+    assert len(keyed) == len(rows), "exactly one row per submission"
+    return keyed
+
+
+def autograde(root: Path, scheduler: str, *args: str, timeout: int = 1500) -> subprocess.CompletedProcess:
+    run = subprocess.run(["make", "-s", "autograde", f"COURSE={root}", f"SCHEDULER={scheduler}",
+                          f"ARGS=--no-feedback {' '.join(args)}"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return run
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """`dask scheduler` and two `dask worker` processes on 127.0.0.1, as an instructor starts them."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("dask") / "log"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    bin_dir = Path(sys.executable).parent
+    with open(log, "w", encoding="utf-8") as out:
+        scheduler = subprocess.Popen([bin_dir / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                      "--no-dashboard"], stdout=out, stderr=subprocess.STDOUT, env=env)
+        workers = [subprocess.Popen([bin_dir / "dask", "worker", address, "--nthreads", "1", "--no-nanny",
+                                     "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{k}"],
+                                    stdout=out, stderr=subprocess.STDOUT, env=env) for k in range(2)]
+    from distributed import Client
+
+    with Client(address, timeout="60s") as client:
+        client.wait_for_workers(2, timeout=120)
+    yield address, workers
+    for process in [*workers, scheduler]:
+        process.send_signal(signal.SIGTERM)
+    for process in [*workers, scheduler]:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def test_local_cluster_grades_a_class(tmp_path):
+    """A 2-worker LocalCluster (nanny-managed, daemonic workers: the subprocess path)."""
+    import dask
+    from distributed import LocalCluster
+
+    root = course(tmp_path / "course")
+    for a in ASSIGNMENTS[:2]:
+        write(root, "honest", a, solution_nb(a))
+        write(root, "empty", a, release_nb(a))
+    with dask.config.set({"distributed.worker.daemon": True}), LocalCluster(
+            n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as local:
+        autograde(root, local.scheduler_address)
+    rows = grades(root)
+    assert set(rows) == {(s, a) for s in ("honest", "empty") for a in ASSIGNMENTS[:2]}
+    for a in ASSIGNMENTS[:2]:
+        assert rows["honest", a]["score"] == rows["honest", a]["max_score"] != "0"
+        assert rows["empty", a]["score"] == "0"
+
+
+def test_a_worker_killed_mid_run_loses_nothing(cluster, tmp_path):
+    address, workers = cluster
+    root = course(tmp_path / "course")
+    for k in range(6):
+        for a in ASSIGNMENTS[:3]:
+            write(root, f"s{k}", a, solution_nb(a))
+    run = subprocess.Popen(["make", "-s", "autograde", f"COURSE={root}", f"SCHEDULER={address}",
+                            "ARGS=--no-feedback"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    cache = root / ".grading-cache"
+    wait_for(lambda: cache.is_dir() and len(list(cache.glob("*.json"))) >= 2, 600, "the first results")
+    workers[0].kill()  # mid-run: its submission in progress is rescheduled on the other worker
+    out, _ = run.communicate(timeout=1500)
+    assert run.returncode == 0, out[-3000:]
+    rows = grades(root)
+    assert len(rows) == 18
+    assert all(r["status"] == "graded" and r["score"] == r["max_score"] for r in rows.values()), out[-2000:]
+
+
+def test_a_rerun_grades_only_what_changed(cluster, tmp_path):
+    address, _ = cluster
+    root = course(tmp_path / "course")
+    for k in range(3):
+        write(root, f"s{k}", "01-word2vec", solution_nb("01-word2vec"))
+    first = autograde(root, address)
+    assert "reused" not in first.stdout
+    write(root, "s1", "01-word2vec", release_nb("01-word2vec"))  # s1 hands in again
+    second = autograde(root, address)
+    assert "2 submission(s) unchanged since an earlier run: their results were reused" in second.stdout
+    rows = grades(root)
+    assert rows["s1", "01-word2vec"]["score"] == "0" and rows["s0", "01-word2vec"]["score"] == "11"
+
+
+def faulty(kind: str, a: str, rng: random.Random):
+    """A broken submission of assignment ``a``: wrong answers, a crash, a loop or a garbage file."""
+    answers = solution_code(a)
+    first = next(iter(answers))
+    if kind == "wrong":
+        wrong = {f: files[0].read_text(encoding="utf-8") for f, files in fixtures(a, "wrong").items()}
+        pick = rng.choice(sorted(wrong))
+        return submission(a, {**answers, pick: wrong[pick]}), None
+    if kind == "crash":
+        return submission(a, {**answers, first: "import os\nos._exit(3)\n" + answers[first]}), None
+    if kind == "loop":
+        return submission(a, {**answers, first: "while True:\n    pass\n" + answers[first]}), None
+    return None, rng.choice(['{"cells": [', "\x00\x01 not a notebook", ""])
+
+
+def test_load_300_submissions_with_a_fifth_faulty(cluster, tmp_path):
+    """300 generated submissions across the five assignments; every row present, honest work in full."""
+    address, _ = cluster
+    root = course(tmp_path / "course")
+    rng = random.Random(0)
+    # The fine-tuning exercise costs five times the others: fewer of it, all five still present.
+    counts = {"01-word2vec": 75, "02-elmo": 75, "03-gpt": 75, "04-bert-pretraining": 65, "05-bert-finetuning": 10}
+    plan = {}
+    for a, n in counts.items():
+        for k in range(n):
+            student = f"{a[:2]}-{k:03d}"
+            if k % 5 == 4:  # a fifth faulty
+                kind = ["wrong", "crash", "loop", "garbage"][(k // 5) % 4]
+                nb, text = faulty(kind, a, rng)
+                write(root, student, a, nb, text)
+                plan[student, a] = kind
+            else:
+                write(root, student, a, solution_nb(a))
+                plan[student, a] = "honest"
+    assert len(plan) == 300
+    start = time.monotonic()
+    run = autograde(root, address, "--timeout", "10", timeout=2400)
+    seconds = time.monotonic() - start
+    rows = grades(root)
+    assert set(rows) == set(plan), "every submission has exactly one row"
+    for key, kind in plan.items():
+        row = rows[key]
+        if kind == "honest":
+            assert row["status"] == "graded" and row["score"] == row["max_score"], (key, row)
+        else:
+            assert float(row["score"]) < float(row["max_score"]), (key, kind, row)
+        if kind == "garbage":
+            assert row["status"] == "failed" and "not a valid notebook" in row["reason"], (key, row)
+    print(f"\n300 submissions ({sum(k != 'honest' for k in plan.values())} faulty) in {seconds:.0f} s: "
+          f"{300 / seconds * 60:.0f} per minute\n{run.stdout[-600:]}")
