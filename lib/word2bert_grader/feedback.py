@@ -39,11 +39,17 @@ class _Budget:
     def __init__(self, chars: int):
         self.left = chars
 
-    def take(self, text: str) -> str:
-        if len(text) <= self.left:
-            self.left -= len(text)
-            return text
+    def fits(self, n: int) -> bool:
+        """Spend ``n`` characters if they are left (once one does not fit, nothing more does)."""
+        if n <= self.left:
+            self.left -= n
+            return True
         self.left = 0
+        return False
+
+    def take(self, text: str) -> str:
+        if self.fits(len(text)):
+            return text
         return "<p class='note'>(more output was left out: the feedback page has a size limit)</p>"
 
 
@@ -124,6 +130,7 @@ def graded_notebook(source_cells: list[dict], records) -> str:
     meta = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id"): c.get("metadata", {})
             for c in source_cells if c.get("metadata", {}).get("nbgrader")}
     cells = []
+    budget = _Budget(MAX_PAGE_CHARS)  # the instructor's copy has a size cap too
     for record in records:
         step = record.step
         metadata = meta.get(step.grade_id, {}) if step.kind != "student" and step.kind != "markdown" else {}
@@ -132,6 +139,9 @@ def graded_notebook(source_cells: list[dict], records) -> str:
             continue
         outputs = []
         for o in record.outputs:
+            if not budget.fits(len(json.dumps(o))):
+                outputs.append({"output_type": "stream", "name": "stdout", "text": "(output left out: size limit)"})
+                break
             if o["type"] == "stream":
                 outputs.append({"output_type": "stream", "name": o["name"], "text": o["text"]})
             else:

@@ -43,9 +43,14 @@ def generate(root: Path, names: list[str], db: Path, release_directory: Path | N
                      f"{outcome.get('error', '')}")
 
 
-def _schema(db: Path) -> set[tuple[str, str]]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
-        return {(kind, name) for kind, name in connection.execute("SELECT type, name FROM sqlite_master")}
+def _schema(db: Path) -> set[tuple[str, str, str]]:
+    """Every table, index, view and trigger, with its SQL (a redefined column is a change too)."""
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {(kind, name, " ".join((sql or "").split()))
+                for kind, name, sql in connection.execute("SELECT type, name, sql FROM sqlite_master")}
+    finally:
+        connection.close()
 
 
 def prepare(root: Path, names: list[str], db: Path) -> None:
@@ -58,17 +63,23 @@ def prepare(root: Path, names: list[str], db: Path) -> None:
                 raise RefusedGradebook(f"{db} is not a plain file")
             extra = _schema(db) - _schema(template)
             if extra:
-                listed = ", ".join(f"{kind} {name}" for kind, name in sorted(extra))
+                listed = ", ".join(sorted({f"{kind} {name}" for kind, name, _ in extra}))
                 raise RefusedGradebook(
                     f"{db} holds what nbgrader does not make ({listed}); it may have been tampered with. "
                     "Move it away (keep a copy to inspect) and grade again: the grades are rebuilt.")
         generate(root, names, db, Path(tmp) / "release")
 
 
-def record(db: Path, results: list[dict]) -> None:
-    """Write every result's scores into the gradebook, from this one process."""
+def record(db: Path, results: list[dict]) -> int:
+    """Write every result's scores into the gradebook, from this one process.
+
+    The gradebook then says what grades.csv says: a manual score or extra credit on a test cell is
+    reset (every test here is graded by the grader; nothing but a run of it sets a score). Returns
+    how many were reset, for the summary.
+    """
     from nbgrader.api import Gradebook
 
+    reset = 0
     with Gradebook(f"sqlite:///{db}", "word2bert") as gb, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes from inside nbgrader's API
         for r in results:
@@ -76,6 +87,10 @@ def record(db: Path, results: list[dict]) -> None:
             submission = gb.update_or_create_submission(r["assignment"], r["student"])
             for nb in submission.notebooks:
                 for grade in nb.grades:
+                    reset += grade.manual_score is not None or grade.extra_credit not in (None, 0)
                     grade.auto_score = r["cells"].get(grade.name, 0.0)
+                    grade.manual_score = None
+                    grade.extra_credit = None
                     grade.needs_manual_grade = False
             gb.db.commit()
+    return reset

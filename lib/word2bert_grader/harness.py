@@ -34,9 +34,12 @@ import torch
 
 from word2bert_grader import feedback, notebook
 from word2bert_grader.proxy import SandboxFailure, Session, StudentError
-from word2bert_grader.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout
+from word2bert_grader.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout, printable
 
 MAX_OUTPUT_CHARS = 20_000  # per output of a cell, as nbgrader's LimitOutput
+MAX_STUDENT_CELLS = 200  # cells of the student's own beyond the answers: more are not run
+STUDENT_CELLS_SECONDS = 120.0  # the time all of them may take together
+MAX_NOTES = 20
 
 
 @dataclass
@@ -107,8 +110,10 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
     result["notes"] += plan.notes
     records = [Record(step) for step in plan.steps]
     sandbox = Sandbox(config.limits, config.unsafe)
-    # A backstop for the whole submission: every cell's limit twice, plus start-ups.
-    backstop = 120 + 2 * sum(config.limit(s.grade_id) for s in plan.steps if s.kind != "markdown")
+    # A backstop for the whole submission: every source cell's limit twice, the student's own cells'
+    # budget, start-ups. (Student cells cannot stretch it: their count and time are capped.)
+    backstop = 120 + 2 * STUDENT_CELLS_SECONDS + 2 * sum(
+        config.limit(s.grade_id) for s in plan.steps if s.kind in ("setup", "answer", "test"))
     main = threading.current_thread() is threading.main_thread()  # signals only there (not in a Dask thread)
     if main:
         previous = signal.signal(signal.SIGALRM, _overtime)
@@ -143,6 +148,9 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
         truncated = sum("characters, cut" in o.get("text", "") for o in r.outputs)
         if truncated:
             result["notes"].append(f"cell {label} printed too much: output truncated")
+    if len(result["notes"]) > MAX_NOTES:
+        result["notes"][MAX_NOTES:] = [f"... and {len(result['notes']) - MAX_NOTES} more"]
+    result["notes"] = [printable(n) for n in result["notes"]]
     if result["failed"]:
         result["cells"] = dict.fromkeys(points, 0.0)
     result["score"] = sum(result["cells"].values())
@@ -193,22 +201,34 @@ class _Grader:
                 self.ran.remove(record)
 
     def run_in_sandbox(self) -> None:
+        own_cells, own_seconds = 0, 0.0
         for record in self.records:
             step = record.step
             if step.kind == "markdown":
                 continue
+            limit = self.config.limit(step.grade_id)
+            if step.kind == "student":  # scratch work: bounded in number and in total time
+                own_cells += 1
+                limit = min(limit, STUDENT_CELLS_SECONDS - own_seconds)
+                if own_cells > MAX_STUDENT_CELLS or limit <= 0:
+                    record.failure = (f"was not run: your own cells beyond the answers are limited to "
+                                      f"{MAX_STUDENT_CELLS} and {STUDENT_CELLS_SECONDS:g} s in all")
+                    continue
             try:
                 if self.sandbox.process is None or self.sandbox.process.poll() is not None:
                     self.start()
             except SandboxFailure as error:
                 record.failure = f"was not run: {error}"
                 continue
+            started = time.monotonic()
             try:
-                reply, _ = self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)},
-                                                timeout=self.config.limit(step.grade_id))
+                reply, _ = self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)}, timeout=limit)
             except SandboxError as error:
                 record.failure = _why(error)
                 continue
+            finally:
+                if step.kind == "student":
+                    own_seconds += time.monotonic() - started
             self.ran.append(record)
             record.outputs = _outputs(reply.get("outputs"))
             error = reply.get("error")

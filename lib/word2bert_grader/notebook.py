@@ -62,9 +62,14 @@ def _text(source) -> str:
 
 
 def _nbgrader(cell) -> dict:
+    """A cell's nbgrader metadata, with a grade id that is a string or absent (the submission may lie)."""
     meta = cell.get("metadata") if isinstance(cell, dict) else None
     value = meta.get("nbgrader") if isinstance(meta, dict) else None
-    return value if isinstance(value, dict) else {}
+    if not isinstance(value, dict):
+        return {}
+    if not isinstance(value.get("grade_id"), str):
+        value = {k: v for k, v in value.items() if k != "grade_id"}
+    return value
 
 
 def read_cells(data: bytes) -> list[dict]:

@@ -33,7 +33,7 @@ from word2bert_grader import downloads as lms
 from word2bert_grader import executors, gradebook
 from word2bert_grader.feedback import failure_page
 from word2bert_grader.harness import Settings, failed_result
-from word2bert_grader.sandbox import Limits, Unavailable, check_available
+from word2bert_grader.sandbox import Limits, Unavailable, check_available, printable
 
 CACHE = ".grading-cache"
 UNSAFE_BANNER = ("WARNING: --unsafe-no-sandbox: student code ran WITHOUT confinement, as this user, with "
@@ -192,7 +192,7 @@ def write_grades(path: Path, results: list[dict]) -> None:
         writer.writerow(["student", "assignment", "score", "max_score", "status", "reason"])
         for r in sorted(results, key=lambda r: (r["student"], r["assignment"])):
             writer.writerow([r["student"], r["assignment"], f"{r['score']:g}", f"{r['max_score']:g}",
-                             "failed" if r["failed"] else "graded", r["failed"] or "; ".join(r["notes"])])
+                             "failed" if r["failed"] else "graded", printable(r["failed"] or "; ".join(r["notes"]))])
 
 
 def summary(results: list[dict], unsafe: bool, ignored: list[str], reused: int = 0) -> str:
@@ -285,7 +285,10 @@ def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None
         if r["failed"] and not r["feedback"] and (feedback if isinstance(feedback, bool) else r["student"] in feedback):
             r["feedback"] = failure_page(r)
     write_outputs(root, results)
-    gradebook.record(root / "gradebook.db", results)
+    reset = gradebook.record(root / "gradebook.db", results)
     write_grades(root / "grades.csv", results)
-    print(summary(results, unsafe, ignored, reused))
+    print(printable(summary(results, unsafe, ignored, reused)))
+    if reset:
+        print(f"\ngradebook.db held {reset} manual score(s) or extra credit on test cells that the grader did not "
+              "set: reset, so that the gradebook says what grades.csv says")
     return results

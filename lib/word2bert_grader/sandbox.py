@@ -68,7 +68,8 @@ class Unavailable(RuntimeError):
 def bwrap_command(limits: Limits) -> list[str]:
     venv, base = Path(sys.prefix), Path(sys.base_prefix)
     mb = 2**20
-    cmd = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+    cmd = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
+           "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534",
            "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv",
            "--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin", "--setenv", "HOME", SCRATCH,
            "--setenv", "MPLBACKEND", "Agg", "--setenv", "MPLCONFIGDIR", "/tmp",
@@ -83,7 +84,8 @@ def bwrap_command(limits: Limits) -> list[str]:
     for path in sorted({base, venv}):
         cmd += ["--ro-bind", str(path), str(path)]
     cmd += ["--ro-bind", str(HERE / "runner.py"), f"{INSIDE}/runner.py",
-            "--ro-bind", str(HERE / "wire.py"), f"{INSIDE}/wire.py"]
+            "--ro-bind", str(HERE / "wire.py"), f"{INSIDE}/wire.py",
+            "--remount-ro", "/"]  # the sandbox's own root: no uncapped writes outside the scratch folders
     return [*cmd, "--chdir", SCRATCH]
 
 
@@ -114,9 +116,14 @@ class _Cgroup:
                 (made["v2"] / "memory.max").write_text(str(limits.memory_mb * 2**20), encoding="utf-8")
                 (made["v2"] / "memory.swap.max").write_text("0", encoding="utf-8")
                 (made["v2"] / "pids.max").write_text(str(limits.processes), encoding="utf-8")
-            else:
+            else:  # v1: a child of our own cgroup in each hierarchy (a user may own its subtree only)
+                own = {}
+                for line in open("/proc/self/cgroup", encoding="utf-8").read().splitlines():
+                    _, controllers, path = line.split(":", 2)
+                    for controller in controllers.split(","):
+                        own[controller] = path.lstrip("/")
                 for controller in ("memory", "pids"):
-                    made[controller] = CGROUP / controller / name
+                    made[controller] = CGROUP / controller / own.get(controller, "") / name
                     made[controller].mkdir()
                 (made["memory"] / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 2**20),
                                                                       encoding="utf-8")
@@ -160,6 +167,11 @@ class _Cgroup:
                     time.sleep(0.02)
 
 
+def printable(text: str) -> str:
+    """Text from student code, safe for a terminal and a CSV: no control characters or escapes."""
+    return "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
+
+
 def _descendants(root: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -188,6 +200,7 @@ class Sandbox:
     generation: int = 0  # how many times it was started
     death: str = ""  # why it died, once it has
     watchdog_note: str = ""
+    started: bool = False  # the runner has answered its first request
     _cgroup: _Cgroup | None = None
 
     def start(self) -> dict:
@@ -204,9 +217,9 @@ class Sandbox:
             cmd = [*bwrap_command(self.limits), *runner]
         self._cgroup = _Cgroup.create(self.limits)
         if self._cgroup is not None:  # join the cgroups before bwrap starts, so that everything inside is in them
-            cmd = ["/bin/sh", "-c", 'for f in $W2B_CGROUPS; do echo $$ > "$f" || exit 97; done; exec "$@"',
-                   "sh", *cmd]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+            cmd = ["/bin/sh", "-c", 'for f in $W2B_CGROUPS; do echo $$ > "$f" || exit 97; done; '
+                   'unset W2B_CGROUPS; exec "$@"', "sh", *cmd]
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
                "W2B_CGROUPS": " ".join(self._cgroup.procs_files()) if self._cgroup else ""}
         if self.unsafe:
             env.update(MPLBACKEND="Agg", OMP_NUM_THREADS="1")
@@ -215,14 +228,17 @@ class Sandbox:
                                         start_new_session=True, cwd="/" if not self.unsafe else None)
         os.close(to_child)
         os.close(from_child)
-        self._out = os.fdopen(from_parent, "wb", buffering=0)
+        os.set_blocking(from_parent, False)  # writes wait in select, with the request's deadline
+        self._out = from_parent
         self._in = to_parent
         self._log = bytearray()
         threading.Thread(target=self._drain, args=(self.process.stdout,), daemon=True).start()
         if self._cgroup is None:
             self.watchdog_note = "no cgroup available: memory and processes watched by sampling"
             threading.Thread(target=self._watch, args=(self.process,), daemon=True).start()
+        self.started = False
         reply, _ = self.request({"op": "hello", "limits": rlimits(self.limits)}, timeout=120)
+        self.started = True
         return reply
 
     def _drain(self, stream) -> None:
@@ -257,17 +273,32 @@ class Sandbox:
             raise SandboxError(self.why_dead())
         deadline = time.monotonic() + timeout
         try:
-            wire.write_frame(self._out, header, tensors)
-        except (BrokenPipeError, OSError):
-            raise SandboxError(self.why_dead()) from None
+            data = wire.frame_bytes(header, tensors)
         except TypeError as error:
             raise SandboxError(f"could not send the request: {error}") from None
+        self._write(data, deadline, timeout)
         try:
             return wire.read_frame(lambda n: self._read(n, deadline, timeout),
                                    self.limits.max_message_mb * 2**20)
         except wire.WireError as error:
             self.kill()
             raise SandboxError(f"the sandbox sent something that is not a message ({error})") from None
+
+    def _write(self, data: bytes, deadline: float, timeout: float) -> None:
+        """Write a request, within the deadline: a sandbox that stops reading cannot block the grader."""
+        view = memoryview(data)
+        while view:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([], [self._out], [], wait)[1]:
+                self.kill()
+                self.death = f"ran past the {timeout:g} s limit (it stopped reading its requests)"
+                raise SandboxTimeout(self.death)
+            try:
+                view = view[os.write(self._out, view[:65536]):]
+            except BlockingIOError:
+                continue
+            except OSError:
+                raise SandboxError(self.why_dead()) from None
 
     def _read(self, n: int, deadline: float, timeout: float) -> bytes:
         chunks, left = [], n
@@ -300,8 +331,8 @@ class Sandbox:
             self.death = "the Python process crashed (a segmentation fault)"
         elif code == 97:
             self.death = "could not join the sandbox's cgroup"
-        elif code in (1, 2) and "bwrap:" in self.log():
-            self.death = "bubblewrap could not start: " + self.log().strip().splitlines()[-1][:200]
+        elif not self.started and "bwrap:" in self.log():  # before the runner answered: bubblewrap's own words
+            self.death = "bubblewrap could not start: " + printable(self.log().strip().splitlines()[-1][:200])
         else:
             self.death = f"the Python process exited (code {code}), e.g. os._exit, a crash or a kill"
         return self.death
@@ -325,12 +356,11 @@ class Sandbox:
         if self.process is not None:
             self.kill()
             self.process.wait()
-            for stream in (self._out,):
+            for fd in (self._out, self._in):
                 try:
-                    stream.close()
+                    os.close(fd)
                 except OSError:
                     pass
-            os.close(self._in)
             self.process = None
         if self._cgroup is not None:
             self._cgroup.remove()

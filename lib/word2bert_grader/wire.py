@@ -29,7 +29,7 @@ from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
 MAX_DEPTH = 64
-MAX_HEADER = 16 * 2**20  # JSON becomes Python objects many times its size: kept well under the tensors' cap
+MAX_HEADER = 8 * 2**20  # JSON becomes Python objects many times its size: kept well under the tensors' cap
 _DTYPES = {name: getattr(torch, name) for name in (
     "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")}
 
@@ -90,10 +90,14 @@ class Encoder:
                         "numbers, strings, lists, tuples, dicts, random.Random, torch.Generator)")
 
 
-def write_frame(stream, header: dict, tensors: dict[str, torch.Tensor] | None = None) -> None:
+def frame_bytes(header: dict, tensors: dict[str, torch.Tensor] | None = None) -> bytes:
     head = json.dumps(header, allow_nan=True).encode("utf-8")
     blob = save_tensors(tensors) if tensors else b""
-    stream.write(struct.pack(">Q", len(head)) + head + struct.pack(">Q", len(blob)) + blob)
+    return struct.pack(">Q", len(head)) + head + struct.pack(">Q", len(blob)) + blob
+
+
+def write_frame(stream, header: dict, tensors: dict[str, torch.Tensor] | None = None) -> None:
+    stream.write(frame_bytes(header, tensors))
     stream.flush()
 
 
