@@ -8,6 +8,8 @@ The student's code runs in ``runner.py`` under bubblewrap (Debian's ``bubblewrap
 - the system, the Python installation and the virtual environment read-only; nothing else of the
   host: not the course folder (solutions, gradebooks, submissions), not ``$HOME``, not the grader's
   code. ``/home/student`` (its working directory and home), ``/tmp`` and ``/dev/shm`` are empty size-capped tmpfs;
+- a seccomp filter: the system calls container escapes go through (mounts, namespaces, kernel
+  keys and modules, eBPF, io_uring, perf, userfaultfd, ptrace) fail with EPERM;
 - limits: memory and processes by cgroup (v1 or v2, where this user may create one; otherwise a
   watchdog that samples the resident set and the process count), CPU time, file size and open files
   by hard rlimits that the runner sets on itself before any student code runs;
@@ -24,6 +26,7 @@ import os
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -87,6 +90,37 @@ def bwrap_command(limits: Limits) -> list[str]:
             "--ro-bind", str(HERE / "wire.py"), f"{INSIDE}/wire.py",
             "--remount-ro", "/"]  # the sandbox's own root: no uncapped writes outside the scratch folders
     return [*cmd, "--chdir", SCRATCH]
+
+
+# System calls student code has no use for, that container escapes go through: kernel modules and
+# keys, mounts and namespaces, eBPF, io_uring, perf, userfaultfd, handles to other file systems'
+# files, other processes' memory. Numbers per architecture (x86_64, aarch64).
+_BLOCKED = {
+    "x86_64": (0xC000003E, [101, 155, 165, 166, 169, 175, 176, 246, 248, 249, 250, 272, 298, 303, 304, 308, 310,
+                            311, 313, 320, 321, 323, 425, 426, 427, 428, 429, 430, 431, 432, 433, 442]),
+    "aarch64": (0xC00000B7, [39, 40, 41, 97, 104, 105, 106, 117, 142, 217, 218, 219, 241, 264, 265, 268, 270,
+                             271, 273, 280, 282, 294, 425, 426, 427, 428, 429, 430, 431, 432, 433, 442]),
+}
+
+
+def seccomp_filter() -> bytes | None:
+    """A classic-BPF seccomp program (for ``bwrap --seccomp``) that fails the calls above with EPERM.
+
+    Other architectures of this machine's kernel (x32 on x86_64, 32-bit ARM) are killed outright.
+    """
+    machine = os.uname().machine
+    if machine not in _BLOCKED:
+        return None
+    arch, numbers = _BLOCKED[machine]
+    ld_w_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, deny, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000  # ALLOW, ERRNO(EPERM), KILL_PROCESS
+    program = [(ld_w_abs, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (ld_w_abs, 0, 0, 0)]
+    if machine == "x86_64":
+        program.append((jge, len(numbers) + 1, 0, 0x40000000))  # x32 system calls
+    for i, nr in enumerate(numbers):
+        program.append((jeq, len(numbers) - i, 0, nr))
+    program += [(ret, 0, 0, allow), (ret, 0, 0, deny)]  # every jump above lands on `deny`
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
 
 
 def rlimits(limits: Limits) -> dict[str, int]:
@@ -210,11 +244,20 @@ class Sandbox:
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()
         runner = [sys.executable, "-E", "-s", f"{INSIDE}/runner.py", str(to_child), str(from_child)]
+        keep = [to_child, from_child]
         if self.unsafe:
             runner[3] = str(HERE / "runner.py")
             cmd = runner
         else:
-            cmd = [*bwrap_command(self.limits), *runner]
+            cmd = bwrap_command(self.limits)
+            program = seccomp_filter()
+            if program is not None:
+                rules, write_end = os.pipe()
+                os.write(write_end, program)
+                os.close(write_end)
+                keep.append(rules)
+                cmd[1:1] = ["--seccomp", str(rules)]
+            cmd += runner
         self._cgroup = _Cgroup.create(self.limits)
         if self._cgroup is not None:  # join the cgroups before bwrap starts, so that everything inside is in them
             cmd = ["/bin/sh", "-c", 'for f in $W2B_CGROUPS; do echo $$ > "$f" || exit 97; done; '
@@ -223,11 +266,11 @@ class Sandbox:
                "W2B_CGROUPS": " ".join(self._cgroup.procs_files()) if self._cgroup else ""}
         if self.unsafe:
             env.update(MPLBACKEND="Agg", OMP_NUM_THREADS="1")
-        self.process = subprocess.Popen(cmd, pass_fds=(to_child, from_child), stdin=subprocess.DEVNULL,
+        self.process = subprocess.Popen(cmd, pass_fds=keep, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                                         start_new_session=True, cwd="/" if not self.unsafe else None)
-        os.close(to_child)
-        os.close(from_child)
+        for fd in keep:
+            os.close(fd)
         os.set_blocking(from_parent, False)  # writes wait in select, with the request's deadline
         self._out = from_parent
         self._in = to_parent
