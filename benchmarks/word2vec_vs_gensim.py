@@ -4,7 +4,7 @@
 
 The corpus is the course's pre-training text (toy world plus WordNet glosses, ``pretraining_documents``). Speed
 counts corpus words (before subsampling) times epochs over training time, vocabulary building included. Accuracy:
-the toy world's category tests (similarity triples, neighbour purity, category analogies) and, when WordNet is
+the toy world's category tests (similarity triples, neighbour purity, category offsets by 3CosAdd) and, when WordNet is
 installed, WordNet synonyms (similarity) and regular plurals (analogies). gensim is a benchmark-only dependency:
 ``pip install -c constraints.txt gensim==4.4.0``.
 """
@@ -31,7 +31,7 @@ def scores(wv: w2v.KeyedVectors, wordnet_tests) -> dict[str, float]:
     out = {
         "toy similarity": w2v.similarity_accuracy(wv, w2v.similarity_triples(categories)),
         "toy purity@5": w2v.neighbour_purity(wv, categories),
-        "toy analogies": w2v.analogy_accuracy(wv, w2v.category_analogies(categories)),
+        "toy category offsets": w2v.analogy_accuracy(wv, w2v.category_analogies(categories)),
     }
     if wordnet_tests is not None:
         synonyms, plurals = wordnet_tests

@@ -30,6 +30,18 @@ EXTERNAL = re.compile(
     r"^([a-z][a-z0-9+.-]*:|//)", re.IGNORECASE
 )  # http:, https:, mailto:, data:, javascript:, //host
 SHORTEST_SOLUTION_LINE = 25  # shorter solution lines (`return x`) are too common to mean a leak
+# A Markdown table row shown as text: a line that starts and ends with "|" with a cell boundary between,
+# or a delimiter row ("|---|", "| :-- |", or "|—|" once Sphinx's smart quotes have made "---" a dash).
+MARKDOWN_TABLE_ROW = re.compile(
+    r"^[ \t]*\|(?:[^|\n]*\|){2,}[ \t]*$|\|[ \t]*:?(?:-{3,}|[—–]+):?[ \t]*\|", re.MULTILINE
+)
+# What a tqdm bar leaves as text: "100%|████| 200/200 [00:41<00:00, 4.80it/s]".
+PROGRESS_BAR = re.compile(r"\d%\||█|\[\d+:\d\d(?:<[\d:?]+)?, *[\d.?]+ *[a-zA-Z]+/[a-zA-Z]+\]")
+# The cell tags that keep a cell's outputs off its page.
+OUTPUT_REMOVING_TAGS = {"remove-output", "remove-cell"}
+# The book's stylesheet (_config.yml: html_css_files) and the rule in it that makes code wrap.
+BOOK_CSS = "w2b.css"
+WRAPPING_PRE = re.compile(r"\.bd-article\s+pre\s*\{[^}]*white-space:\s*pre-wrap")
 
 
 def toc_files(book_dir: Path = BOOK_DIR) -> list[str]:
@@ -240,4 +252,112 @@ def test_figures_have_alt_text(built_book):
     assert not missing, (
         "figures without alt text (set it in the cell's metadata or the figure):\n"
         + "\n".join(missing[:30])
+    )
+
+
+def page_body(page: Path) -> BeautifulSoup:
+    """The article of a page as a reader sees it: without code cells' source, code blocks or scripts, but with
+    everything a notebook printed."""
+    body = BeautifulSoup(str(soup(page).find("article") or soup(page)), "html.parser")
+    for element in body.select("script, style, .cell_input"):
+        element.decompose()
+    for element in body.select("pre, div.highlight"):
+        if element.find_parent(class_="cell_output") is None and element.parent is not None:
+            element.decompose()
+    return body
+
+
+def executed_notebook(built_book: Path, page: Path) -> Path:
+    """The executed notebook behind a page of the site (myst-nb keeps them in `_build/jupyter_execute`)."""
+    return (
+        built_book.parent / "jupyter_execute" / page.relative_to(built_book).with_suffix(".ipynb")
+    )
+
+
+def printed_tables(notebook: Path) -> int:
+    """How many tables a notebook's shown outputs hold: Markdown tables (IPython's `Markdown`) and HTML ones
+    (pandas)."""
+    count = 0
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        if OUTPUT_REMOVING_TAGS & set(cell.get("metadata", {}).get("tags", [])):
+            continue
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            markdown, html = (
+                "".join(data.get("text/markdown", "")),
+                "".join(data.get("text/html", "")),
+            )
+            count += bool(re.search(r"\|[ \t]*:?-{3,}:?[ \t]*\|", markdown)) or html.count("<table")
+    return count
+
+
+@pytest.mark.book
+def test_every_printed_table_is_an_html_table(built_book):
+    """A results table a notebook prints (`Markdown("| model | ... |")`) reaches its page as a <table>."""
+    executed, missing = 0, []
+    for page in content_pages(built_book):
+        notebook = executed_notebook(built_book, page)
+        if not notebook.exists():
+            continue
+        executed += 1
+        expected = printed_tables(notebook)
+        rendered = len(soup(page).select("div.cell_output table"))
+        if rendered < expected:
+            missing.append(
+                f"{page.relative_to(built_book)}: {expected} printed, {rendered} <table> in outputs"
+            )
+    assert executed, f"no executed notebooks in {built_book.parent / 'jupyter_execute'}"
+    assert not missing, "printed tables that are not HTML tables:\n" + "\n".join(missing)
+
+
+@pytest.mark.book
+def test_no_page_shows_a_raw_markdown_table_row(built_book):
+    raw = []
+    for page in content_pages(built_book):
+        for match in MARKDOWN_TABLE_ROW.finditer(page_body(page).get_text()):
+            raw.append(f"{page.relative_to(built_book)}: {match.group().strip()[:100]!r}")
+    assert not raw, "Markdown table rows shown as text:\n" + "\n".join(raw[:30])
+
+
+@pytest.mark.book
+def test_no_page_shows_a_progress_bar(built_book):
+    """tqdm bars stay in terminals and notebooks; the book's build turns them off (TQDM_DISABLE=1)."""
+    bars = []
+    for page in content_pages(built_book):
+        text = page_body(page).get_text()
+        bars += [
+            f"{page.relative_to(built_book)}: {line.strip()[:120]!r}"
+            for line in text.splitlines()
+            if PROGRESS_BAR.search(line)
+        ]
+    assert not bars, "progress bars on pages:\n" + "\n".join(bars[:30])
+
+
+@pytest.mark.book
+def test_code_wraps_on_every_page_with_code(built_book):
+    """Long code lines wrap instead of scrolling sideways: the book's stylesheet makes `pre` wrap inside the
+    article, and every page with code loads it and has its code inside the article."""
+    css = built_book / "_static" / BOOK_CSS
+    assert css.exists(), f"{css} is missing: _config.yml's html_static_path/html_css_files"
+    assert WRAPPING_PRE.search(css.read_text(encoding="utf-8")), (
+        f"{css}: no `.bd-article pre` rule with pre-wrap"
+    )
+    unstyled, outside, with_code = [], [], 0
+    for page in content_pages(built_book):
+        blocks = soup(page).find_all("pre")
+        if not blocks:
+            continue
+        with_code += 1
+        stylesheets = {
+            Path(urlsplit(link["href"]).path).name
+            for link in soup(page).find_all("link", rel="stylesheet", href=True)
+        }
+        if BOOK_CSS not in stylesheets:
+            unstyled.append(str(page.relative_to(built_book)))
+        if any(block.find_parent("article", class_="bd-article") is None for block in blocks):
+            outside.append(str(page.relative_to(built_book)))
+    assert with_code > 1, "no page with code found"
+    assert not unstyled, f"pages with code that do not load {BOOK_CSS}: {unstyled}"
+    assert not outside, (
+        f"pages with code outside article.bd-article (the rule misses it): {outside}"
     )

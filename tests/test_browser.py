@@ -47,6 +47,8 @@ class Visit:
         default_factory=list
     )  # src, alt, natural size of each figure in the content
     nav_links: list[str] = field(default_factory=list)
+    # the start of every code block in the content that is wider than its box (a sideways scroll bar)
+    sideways_code: list[str] = field(default_factory=list)
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -148,6 +150,11 @@ def record(driver, base: str) -> Visit:
         """return [...document.querySelectorAll(".bd-sidebar-primary a[href], nav a[href]")]
                   .map(a => a.href);"""
     )
+    visit.sideways_code = driver.execute_script(
+        """return [...document.querySelectorAll("article.bd-article pre")]
+                  .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+                  .map(pre => pre.textContent.trim().slice(0, 80));"""
+    )
     return visit
 
 
@@ -185,6 +192,12 @@ def test_every_chapter_shows_its_executed_figures(visits):
         assert images, f"{chapter}: no figure on any of its pages {pages}"
         blank = [img["src"] for img in images if not (img["width"] > 0 and img["height"] > 0)]
         assert not blank, f"{chapter}: figures that did not load (natural size 0): {blank}"
+
+
+def test_no_code_block_scrolls_sideways(visits):
+    """Long lines of code and of printed output wrap at the window's width (book/_static/w2b.css)."""
+    wide = {page: v.sideways_code for page, v in visits.items() if v.sideways_code}
+    assert not wide, f"code blocks wider than the page: {json.dumps(wide, indent=1)[:4000]}"
 
 
 def test_search_finds_masked_language_model(browser, site):

@@ -73,6 +73,12 @@ def test_metrics():
     assert ft.qa_scores([("red", "car")], [("red", "car")]) == {"exact_match": 1.0, "span_f1": 1.0}
 
 
+def test_piece_labels_first_piece_or_every_piece():
+    word_ids = [None, 0, 1, 1, 1, 2, None]  # [CLS] the mo ##us ##e ate [SEP]
+    assert ft.piece_labels(word_ids, [5, 6, 7]) == [-100, 5, 6, -100, -100, 7, -100]
+    assert ft.piece_labels(word_ids, [5, 6, 7], label_all_pieces=True) == [-100, 5, 6, 6, 6, 7, -100]
+
+
 @pytest.fixture(scope="module")
 def encoder():
     return bert.pretrained(device="cpu").bert

@@ -1,4 +1,8 @@
-"""Shared training utilities: weight-decay groups, schedules, clipping, the train loop."""
+"""Shared training utilities: weight-decay groups, schedules, clipping, the train loop, progress bars."""
+
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -95,3 +99,30 @@ def test_train_refuses_an_exhausted_generator():
         train(
             nn.Linear(2, 1), iter([]), lambda m, b: m(b).sum(), TrainConfig(steps=2), device="cpu"
         )
+
+
+def progress_bar_stderr(**env: str) -> str:
+    """What a shown and a hidden `progress_bar` write to stderr in a fresh interpreter (tqdm reads its TQDM_*
+    variables when it is imported), with `env` added to an environment cleared of TQDM_* variables."""
+    script = (
+        "from word2bert.training import progress_bar\n"
+        "for show in (True, False):\n"
+        "    for _ in progress_bar(range(3), desc=f'show={show}', show=show):\n"
+        "        pass\n"
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TQDM_")} | env
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=environ, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_progress_bars_show_interactively_and_hide_in_the_book_build():
+    """A bar is shown unless the caller hides it (`progress=False`) or TQDM_DISABLE=1 is set, as the book's
+    build sets it (book/_ext/w2b_sphinx.py) so that no bar reaches a page."""
+    interactive = progress_bar_stderr()
+    assert "show=True: 100%|" in interactive, f"a shown bar wrote no finished bar: {interactive!r}"
+    assert "show=False" not in interactive, f"a hidden bar was drawn: {interactive!r}"
+    book_build = progress_bar_stderr(TQDM_DISABLE="1")
+    assert "show=" not in book_build, f"TQDM_DISABLE=1 did not silence the bars: {book_build!r}"

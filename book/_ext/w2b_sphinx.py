@@ -1,15 +1,21 @@
-"""Two fixes for the book's build, loaded from _config.yml (`sphinx.local_extensions`).
+"""Three fixes for the book's build, loaded from _config.yml (`sphinx.local_extensions`).
 
-1. Progress bars. tqdm redraws its bar with carriage returns, and the kernel sends the redraws as
-   many stream messages. myst-nb's `nb_merge_streams` joins them with a newline between messages,
-   which leaves every redraw on its own line. Here the messages are joined as a terminal would show
-   them, so a finished progress bar reads as one line of text.
+1. Redrawn text. Output that redraws itself with carriage returns (a progress bar of another
+   library, a counter) reaches the page as many stream messages. myst-nb's `nb_merge_streams` joins
+   them with a newline between messages, which leaves every redraw on its own line. Here the
+   messages are joined as a terminal would show them, so only the final state is left.
 2. Duplicate scripts. Sphinx 7.4 keeps an inline script added after the builder starts twice (once
    with filename None, once with ''), so sphinx-thebe's `const THEBE_JS_URL = ...` and
    sphinx-togglebutton's settings appear twice on every page, and the second `const` is a console
    error. Each page keeps the first copy.
+3. No progress bars on the pages. A finished bar ("100%|████| 200/200 [00:41, 4.8it/s]") says nothing
+   to a reader. The notebooks' kernels inherit this process's environment, and tqdm's own switch,
+   `TQDM_DISABLE=1`, silences every bar the library shows (`word2bert.training.progress_bar`); in
+   a terminal or a notebook of one's own the bars stay. Outputs executed before this switch existed
+   live on in the jupyter-cache: `jupyter-book clean --all` drops them.
 """
 
+import os
 import re
 
 import myst_nb.core.render
@@ -54,6 +60,7 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    os.environ["TQDM_DISABLE"] = "1"  # read by tqdm when a notebook's kernel imports it
     myst_nb.core.render.coalesce_streams = coalesce_streams
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -19,7 +19,8 @@ from itertools import pairwise
 from pathlib import Path
 
 import regex
-from tqdm import tqdm
+
+from .training import progress_bar
 
 # GPT-2's pre-tokenisation: contractions, an optional space then letters, numbers or other symbols, whitespace.
 GPT2_PATTERN = regex.compile(
@@ -212,7 +213,7 @@ def learn_merges(
     heapq.heapify(heap)
 
     merges = []
-    bar = tqdm(total=vocab_size - len(tokens), desc="merges", disable=not progress)
+    bar = progress_bar(total=vocab_size - len(tokens), desc="merges", show=progress)
     while len(tokens) < vocab_size and heap:
         neg, pair = heapq.heappop(heap)
         if -neg != pair_counts[pair]:

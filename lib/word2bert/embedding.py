@@ -1,8 +1,10 @@
 """The one interface every model of the course offers, so chapters can compare them side by side.
 
 ``embed_sentence(tokens: list[str]) -> Tensor[num_layers + 1, len(tokens), dim]``: one vector per input word per
-layer, as AllenNLP's ``ElmoEmbedder.embed_sentence``. Layer 0 is the context-free input representation. Models
-that split words into pieces (BPE, WordPiece) give each word the mean of its pieces (``mean_pool_pieces``).
+layer, as AllenNLP's ``ElmoEmbedder.embed_sentence``. Layer 0 is the input representation, before any context:
+ELMo's character encoder output; for GPT the token's embedding plus the position's; for BERT the same sum plus
+the segment's, layer-normalised. Models that split words into pieces (BPE, WordPiece) give each word the mean of
+its pieces (``mean_pool_pieces``).
 """
 
 from __future__ import annotations

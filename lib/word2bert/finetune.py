@@ -207,6 +207,17 @@ def _pieces(tokenizer: WordPieceTokenizer, words: Sequence[str]) -> tuple[list[i
     return enc.input_ids[1:-1], enc.word_ids[1:-1]
 
 
+def piece_labels(word_ids: Sequence[int | None], word_labels: Sequence[int], label_all_pieces: bool = False) -> list[int]:
+    """Word labels moved onto WordPiece pieces: the first piece of each word gets its word's label (every piece with
+    ``label_all_pieces``); later pieces and special tokens (word id None) get -100, which the loss ignores."""
+    labels, previous = [], None
+    for w in word_ids:
+        first = w is not None and w != previous
+        labels.append(word_labels[w] if w is not None and (first or label_all_pieces) else -100)
+        previous = w
+    return labels
+
+
 def encode(
     task: str, tokenizer: WordPieceTokenizer, example, max_length: int = 128, label_all_pieces: bool = False
 ) -> Features:
@@ -224,11 +235,7 @@ def encode(
         return Features(ids, types, {"label": example.label})
     if task == "pos":
         enc = tokenizer.encode_words(list(example.tokens), max_length)
-        labels, previous = [], None
-        for w in enc.word_ids:
-            first = w is not None and w != previous
-            labels.append(POS_TAGS.index(example.tags[w]) if w is not None and (first or label_all_pieces) else -100)
-            previous = w
+        labels = piece_labels(enc.word_ids, [POS_TAGS.index(tag) for tag in example.tags], label_all_pieces)
         return Features(enc.input_ids, enc.token_type_ids, {"labels": labels}, enc.word_ids)
     if task == "qa":
         q, _ = _pieces(tokenizer, example.question)

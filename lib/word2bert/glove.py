@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
-from tqdm import tqdm
 
 from .data import Vocab
 from .device import resolve
+from .training import progress_bar
 from .word2vec import TrainedVectors, encode_corpus
 
 
@@ -122,7 +122,7 @@ class GloVe(TrainedVectors):
         optimizer = torch.optim.Adagrad(self.model.parameters(), lr=cfg.learning_rate, initial_accumulator_value=1.0)
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
         warnings.filterwarnings("ignore", message="Sparse invariant checks")  # AdaGrad's sparse path says it each step
-        for _ in tqdm(range(cfg.epochs), desc="GloVe", unit="epoch", disable=not progress):
+        for _ in progress_bar(range(cfg.epochs), desc="GloVe", unit="epoch", show=progress):
             order = torch.randperm(len(x), generator=generator, device=self.device)
             total = 0.0
             for start in range(0, len(order), cfg.batch_size):

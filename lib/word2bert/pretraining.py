@@ -30,10 +30,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSampler
-from tqdm import tqdm
 
 from .device import resolve
-from .training import TrainConfig, make_optimizer, to_device, train_step
+from .training import TrainConfig, make_optimizer, progress_bar, to_device, train_step
 from .wordpiece import PREFIX, WordPieceTokenizer
 
 IS_NEXT, NOT_NEXT = 0, 1
@@ -442,8 +441,8 @@ def pretrain(
             )
 
     batches = (b for epoch in itertools.count() for b in _epoch(loader, sampler, epoch))
-    bar = tqdm(total=config.steps, desc=f"BERT pre-training ({world_size} rank{'s' * (world_size > 1)})",
-               disable=rank != 0)
+    bar = progress_bar(total=config.steps, desc=f"BERT pre-training ({world_size} rank{'s' * (world_size > 1)})",
+                       show=rank == 0)
     def loss_fn(objective: nn.Module, batch: dict) -> torch.Tensor:
         with autocast(device):
             return objective(**batch)[0]

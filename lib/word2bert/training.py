@@ -1,4 +1,5 @@
-"""Training utilities GPT and BERT share: AdamW with weight-decay groups, warm-up schedules, a train loop.
+"""Training utilities GPT and BERT share: AdamW with weight-decay groups, warm-up schedules, a train loop;
+and the progress bar that every trainer of the course shows.
 
 The recipe of GPT-2 and BERT: AdamW (Loshchilov & Hutter 2019) without weight decay on biases, LayerNorm
 and embeddings; a linear warm-up, then cosine (GPT) or linear (BERT) decay; gradients clipped to norm 1.
@@ -18,6 +19,16 @@ from torch import nn
 from tqdm import tqdm
 
 from .device import resolve
+
+
+def progress_bar(iterable: Iterable | None = None, *, show: bool = True, **kwargs: Any) -> tqdm:
+    """A tqdm text progress bar, or a silent one when ``show`` is false (the training loops' ``progress``).
+
+    A shown bar still obeys tqdm's own switch, the environment variable ``TQDM_DISABLE=1``: the book's build sets
+    it (``book/_ext/w2b_sphinx.py``), since a finished bar on a web page is noise; in a terminal or a notebook the
+    bar says how far training has got.
+    """
+    return tqdm(iterable, **kwargs) if show else tqdm(iterable, disable=True, **kwargs)
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
@@ -135,7 +146,7 @@ def train(
     optimizer, scheduler = make_optimizer(model, config)
     history: list[float] = []
     stream = _cycle(batches)
-    with tqdm(total=config.steps, desc=desc) as bar:
+    with progress_bar(total=config.steps, desc=desc) as bar:
         for batch in itertools.islice(stream, config.steps):
             batch = to_device(batch, device)
             history.append(

@@ -11,7 +11,8 @@ The pieces, in the order training uses them:
 Training is batched SGD on the rows a batch touches (sparse embeddings), with the C code's learning rate that falls
 linearly to almost zero. ``Word2Vec`` follows gensim's interface; ``KeyedVectors`` (``model.wv``) holds the vectors
 and answers neighbour, similarity and analogy questions, for GloVe as well. The last section builds the word
-similarity and analogy tests the chapter and the benchmark score models with.
+tests the chapter and the benchmark score models with: the toy world's category tests (similarity triples,
+neighbour purity, category offsets) and WordNet's synonyms and plural analogies.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from .checkpoint import load_checkpoint, save_checkpoint
 from .data import Vocab
 from .data.toyworld import LEXICON
 from .device import resolve
+from .training import progress_bar
 
 # --- the pieces ------------------------------------------------------------------------------------------------
 
@@ -37,7 +38,9 @@ from .device import resolve
 def keep_probability(counts: torch.Tensor, sample: float) -> torch.Tensor:
     """Probability of keeping each occurrence of a word, the C code's subsampling formula.
 
-    With f the word's count and t = sample * (total count): keep with (sqrt(f / t) + 1) * t / f, capped at 1.
+    With f the word's count and t = sample * (total count): keep with (sqrt(f / t) + 1) * t / f, capped at 1; for
+    a relative frequency r = f / (total count), that is sqrt(sample / r) + sample / r (the glossary's formula). The
+    paper's discard probability, 1 - sqrt(sample / r), drops frequent words a little more often.
     Words rarer than about t are always kept; a word k times more frequent is kept about 1/sqrt(k) as often.
     ``sample <= 0`` keeps everything.
     """
@@ -323,7 +326,7 @@ class Word2Vec(TrainedVectors):
         total = cfg.epochs * len(ids)
         chunks = [(s, min(s + self.chunk_words, len(ids))) for s in range(0, len(ids), self.chunk_words)]
         done = 0
-        with tqdm(total=total, desc="word2vec", unit="word", disable=not progress) as bar:
+        with progress_bar(total=total, desc="word2vec", unit="word", show=progress) as bar:
             for _ in range(cfg.epochs):
                 for start, end in chunks:
                     chunk_ids, chunk_sentence = ids[start:end].to(device), sentence[start:end].to(device)
@@ -391,8 +394,13 @@ def similarity_triples(categories: dict[str, list[str]], n: int = 1000, seed: in
 
 def category_analogies(categories: dict[str, list[str]], n: int = 1000,
                        seed: int = 0) -> list[tuple[str, str, str, frozenset[str]]]:
-    """Questions a : b :: c : ? with a and c of one category and b of another; any other word of b's category is
-    right. The toy world has categories but no relations such as capital-of, so its analogies ask for the kind."""
+    """Category offsets: questions a : b :: c : ? with a and c of one category and b of another, where any other
+    word of b's category is right.
+
+    They have the form of analogies but test categories, not relations: the toy world has no relations such as
+    capital-of, and since a and c share a category, b - a + c stays near b, so 3CosAdd wins with one of b's
+    neighbours. The score measures how tightly categories cluster, as ``neighbour_purity`` does; WordNet's
+    plurals (``wordnet_word_tests``) are the course's analogies that test a relation."""
     rng = random.Random(seed)
     names = sorted(categories)
     out = []

@@ -3,9 +3,12 @@
 Two steps. Basic tokenisation cleans the text, lower-cases it, strips accents and cuts it into words and
 single punctuation marks. Then each word is split greedily into the longest vocabulary pieces from the left;
 pieces inside a word carry the prefix "##" ("playing" -> "play", "##ing"). A word that cannot be split, or is
-longer than ``max_input_chars_per_word`` characters, becomes [UNK]. The vocabulary is learnt as Hugging Face
-``tokenizers`` does: merges of frequent adjacent pieces (``word2bert.bpe.learn_merges``) on "##"-prefixed
-characters; the vocabulary is the set of pieces, and encoding is greedy longest-match, not merges.
+longer than ``max_input_chars_per_word`` characters, becomes [UNK]. The original WordPiece (Schuster & Nakajima
+2012) learns its vocabulary by choosing the merge that most raises the likelihood of the training text under a
+language model; its trainer was never released. This one learns it as Hugging Face ``tokenizers`` does: merges of
+the most frequent adjacent pieces (``word2bert.bpe.learn_merges``) on "##"-prefixed characters, which is simpler
+and testable against a public implementation. Either way the vocabulary is the set of pieces, and encoding is
+greedy longest-match, not merges.
 """
 
 from __future__ import annotations
