@@ -809,31 +809,38 @@ class Watcher:
     def _sample(self) -> None:
         children: dict[int, list[int]] = {}
         rss: dict[int, int] = {}
+        comm: dict[int, str] = {}
         for entry in os.listdir("/proc"):
             if entry.isdigit():
                 try:
                     with open(f"/proc/{entry}/stat", "rb") as f:
-                        fields = f.read().rsplit(b")", 1)[1].split()
-                except (OSError, IndexError):
+                        name, fields = f.read().rsplit(b")", 1)
+                        fields = fields.split()
+                except (OSError, IndexError, ValueError):
                     continue
                 children.setdefault(int(fields[1]), []).append(int(entry))
                 rss[int(entry)] = int(fields[21]) * self.page
+                comm[int(entry)] = name.split(b"(", 1)[-1].decode("utf-8", "replace")
         todo, seen = list(self.roots), set()
         while todo:
             pid = todo.pop()
             if pid in seen:
                 continue
             seen.add(pid)
+            # a sandbox (bubblewrap and all below it) is the cgroup's business; told apart by the
+            # process tree, not the command line, which is empty while a killed sandbox exits
+            if comm.get(pid) == "bwrap":
+                continue
             todo += children.get(pid, [])
             if rss.get(pid, 0) > self.peak:
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as f:
                         cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
                 except OSError:
-                    continue
-                if "runner.py" in cmdline or cmdline.startswith(("bwrap", "/bin/sh")):
-                    continue  # a sandbox: its memory is the cgroup's business
-                self.peak, self.peak_cmd = rss[pid], cmdline[:200]
+                    cmdline = ""
+                if "runner.py" in cmdline:
+                    continue  # a sandbox run without bubblewrap (--unsafe-no-sandbox)
+                self.peak, self.peak_cmd = rss[pid], (cmdline or f"[{comm.get(pid, '?')}]")[:200]
 
 
 class Listener:
