@@ -1,18 +1,29 @@
-"""word2bert's word2vec against gensim's: same corpus, same hyper-parameters, words per second and accuracy.
+"""word2bert's word2vec against gensim's: same corpus, same hyper-parameters, same threads; words/s and accuracy.
 
-    python benchmarks/word2vec_vs_gensim.py [--tokens 500000] [--epochs 5] [--threads 2]
+    python benchmarks/word2vec_vs_gensim.py [--regime course rare] [--threads 1 2] [--seeds 3]
 
-The corpus is the course's pre-training text (toy world plus WordNet glosses, ``pretraining_documents``). Speed
-counts corpus words (before subsampling) times epochs over training time, vocabulary building included. Accuracy:
-the toy world's category tests (similarity triples, neighbour purity, category offsets by 3CosAdd) and, when WordNet is
-installed, WordNet synonyms (similarity) and regular plurals (analogies). gensim is a benchmark-only dependency:
-``pip install -c constraints.txt gensim==4.4.0``.
+Two regimes:
+
+* ``course``: the course's pre-training text (toy world plus WordNet glosses, ``pretraining_documents``,
+  500k tokens), min_count 5, 100 dimensions. Accuracy: the toy world's category tests (similarity triples,
+  neighbour purity, category offsets by 3CosAdd) and, when WordNet is installed, WordNet synonyms and plurals.
+* ``rare``: generated corpora with relational analogies and a long tail (``analogy_corpus.py``) of 100k, 300k
+  and 1M tokens, min_count 1, 64 dimensions, 5 epochs: most word types occur a handful of times, as in text8 or
+  a user's own text. Accuracy: 3CosAdd on every analogy question of the corpus.
+
+Speed counts corpus words (before subsampling) times epochs over training time, vocabulary building included,
+with ``workers`` = torch threads = the given thread count for both libraries. Accuracy is the mean over seeds.
+A last table times one step of ours both ways: ``sgd_step`` (written-out gradient) and ``autograd=True``.
+gensim is a benchmark-only dependency: ``pip install -c constraints.txt gensim==4.4.0``.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 from gensim.models import Word2Vec as GensimWord2Vec
@@ -20,13 +31,16 @@ from gensim.models import Word2Vec as GensimWord2Vec
 from word2bert import word2vec as w2v
 from word2bert.data import pretraining_documents, wordnet_available
 
+sys.path.insert(0, str(Path(__file__).parent))
+from analogy_corpus import analogy_corpus  # noqa: E402
+
 
 def gensim_vectors(model: GensimWord2Vec) -> w2v.KeyedVectors:
     """gensim's vectors in our KeyedVectors, so that both are scored by the same code."""
     return w2v.KeyedVectors(list(model.wv.index_to_key), torch.from_numpy(model.wv.vectors.copy()))
 
 
-def scores(wv: w2v.KeyedVectors, wordnet_tests) -> dict[str, float]:
+def course_scores(wv: w2v.KeyedVectors, wordnet_tests) -> dict[str, float]:
     categories = w2v.toyworld_categories()
     out = {
         "toy similarity": w2v.similarity_accuracy(wv, w2v.similarity_triples(categories)),
@@ -40,37 +54,104 @@ def scores(wv: w2v.KeyedVectors, wordnet_tests) -> dict[str, float]:
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=500_000)
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads and gensim workers")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    sentences = [s for doc in pretraining_documents(args.tokens, wordnet_fraction=0.25, seed=0) for s in doc]
-    words = sum(map(len, sentences))
-    print(f"corpus: {words:,} tokens, {len(sentences):,} sentences; {args.epochs} epochs, "
-          f"{args.threads} threads/workers, torch {torch.__version__}")
-    hyper = dict(vector_size=100, window=5, negative=5, min_count=5, sample=1e-3, epochs=args.epochs, alpha=0.025,
-                 seed=0)
-    rows = []
-    for sg in (1, 0):
-        start = time.perf_counter()
-        ours = w2v.Word2Vec(sentences, sg=sg, device="cpu", progress=False, **hyper)
-        ours_time = time.perf_counter() - start
-        start = time.perf_counter()
-        theirs = GensimWord2Vec(sentences, sg=sg, workers=args.threads, **hyper)
-        theirs_time = time.perf_counter() - start
-        # WordNet tests from one vocabulary, so both models answer the same questions
-        wordnet_tests = w2v.wordnet_word_tests(ours.wv, n=500) if wordnet_available() else None
-        name = "skip-gram" if sg else "CBOW"
-        for who, wv, seconds in [("word2bert", ours.wv, ours_time), ("gensim", gensim_vectors(theirs), theirs_time)]:
-            rows.append((f"{name}, {who}", words * args.epochs / seconds, scores(wv, wordnet_tests)))
-    header = ["model", "words/s"] + list(rows[0][2])
+def train_both(sentences, threads: int, **hyper):
+    """(our model, seconds), (gensim's vectors, seconds), with the same hyper-parameters and threads."""
+    torch.set_num_threads(threads)
+    start = time.perf_counter()
+    ours = w2v.Word2Vec(sentences, device="cpu", workers=threads, progress=False, **hyper)
+    ours_time = time.perf_counter() - start
+    start = time.perf_counter()
+    theirs = GensimWord2Vec(sentences, workers=threads, **hyper)
+    theirs_time = time.perf_counter() - start
+    return (ours, ours_time), (gensim_vectors(theirs), theirs_time)
+
+
+def table(header: list[str], rows: list[list[str]]) -> None:
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    for name, speed, result in rows:
-        print(f"| {name} | {speed:,.0f} | " + " | ".join(f"{v:.1%}" for v in result.values()) + " |")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print(flush=True)
+
+
+def course_regime(threads: list[int]) -> None:
+    sentences = [s for doc in pretraining_documents(500_000, wordnet_fraction=0.25, seed=0) for s in doc]
+    words = sum(map(len, sentences))
+    print(f"course regime: {words:,} tokens, {len(sentences):,} sentences, min_count 5, 5 epochs\n")
+    hyper = dict(vector_size=100, window=5, negative=5, min_count=5, sample=1e-3, epochs=5, alpha=0.025, seed=0)
+    rows, header = [], None
+    for n in threads:
+        for sg in (1, 0):
+            (ours, ours_time), (theirs, theirs_time) = train_both(sentences, n, sg=sg, **hyper)
+            # WordNet tests from one vocabulary, so both models answer the same questions
+            wordnet_tests = w2v.wordnet_word_tests(ours.wv, n=500) if wordnet_available() else None
+            name = "skip-gram" if sg else "CBOW"
+            for who, wv, seconds in [("word2bert", ours.wv, ours_time), ("gensim", theirs, theirs_time)]:
+                result = course_scores(wv, wordnet_tests)
+                header = header or ["model", "threads", "words/s"] + list(result)
+                rows.append([f"{name}, {who}", str(n), f"{words * 5 / seconds:,.0f}"]
+                            + [f"{v:.1%}" for v in result.values()])
+    table(header, rows)
+
+
+def rare_regime(threads: list[int], seeds: int, sizes: list[int]) -> None:
+    hyper = dict(vector_size=64, window=5, negative=5, min_count=1, sample=1e-3, epochs=5, alpha=0.025)
+    print(f"rare-word regime: generated analogy corpora, {hyper}, {seeds} seeds\n")
+    rows = []
+    for size in sizes:
+        for n in threads:
+            for sg in (1, 0):
+                acc = {"word2bert": [], "gensim": []}
+                speed = {"word2bert": [], "gensim": []}
+                for seed in range(seeds):
+                    sentences, questions = analogy_corpus(size, seed=seed)
+                    words = sum(map(len, sentences))
+                    (ours, ours_time), (theirs, theirs_time) = train_both(sentences, n, sg=sg, seed=seed, **hyper)
+                    for who, wv, seconds in [("word2bert", ours.wv, ours_time), ("gensim", theirs, theirs_time)]:
+                        acc[who].append(w2v.analogy_accuracy(wv, questions))
+                        speed[who].append(words * hyper["epochs"] / seconds)
+                singletons = sum(c == 1 for c in ours.vocab.counts) / len(ours.vocab)
+                ratio = statistics.mean(speed["word2bert"]) / statistics.mean(speed["gensim"])
+                rows.append([f"{words:,}", f"{singletons:.0%}", "skip-gram" if sg else "CBOW", str(n)]
+                            + [f"{100 * statistics.mean(acc[w]):.1f} ± {100 * statistics.pstdev(acc[w]):.1f}"
+                               for w in acc]
+                            + [f"{statistics.mean(speed[w]):,.0f}" for w in speed] + [f"{ratio:.2f}x"])
+    table(["tokens", "word types seen once", "model", "threads", "word2bert analogies %", "gensim analogies %",
+           "word2bert words/s", "gensim words/s", "speed, ours / gensim"], rows)
+
+
+def step_timing() -> None:
+    sentences, _ = analogy_corpus(100_000, seed=0)
+    torch.set_num_threads(1)
+    rows = []
+    for sg in (1, 0):
+        seconds = {}
+        for autograd in (False, True):
+            start = time.perf_counter()
+            w2v.Word2Vec(sentences, vector_size=64, min_count=1, sg=sg, workers=1, progress=False, autograd=autograd)
+            seconds[autograd] = time.perf_counter() - start
+        rows.append(["skip-gram" if sg else "CBOW", f"{seconds[False]:.1f}", f"{seconds[True]:.1f}",
+                     f"{seconds[True] / seconds[False]:.1f}x"])
+    print("one thread, 100k-token generated corpus, 5 epochs\n")
+    table(["model", "sgd_step (s)", "autograd + torch.optim.SGD (s)", "sgd_step is faster by"], rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--regime", nargs="+", choices=["course", "rare", "steps"], default=["course", "rare", "steps"])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch threads and workers, each")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per rare-regime cell")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
+    args = parser.parse_args(argv)
+    import gensim
+
+    print(f"torch {torch.__version__}, gensim {gensim.__version__}\n")
+    if "course" in args.regime:
+        course_regime(args.threads)
+    if "rare" in args.regime:
+        rare_regime(args.threads, args.seeds, args.sizes)
+    if "steps" in args.regime:
+        step_timing()
 
 
 if __name__ == "__main__":

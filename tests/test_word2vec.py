@@ -49,6 +49,21 @@ def test_noise_distribution_is_unigram_to_the_three_quarters():
         w2v.noise_distribution(torch.zeros(3))
 
 
+@pytest.mark.parametrize("counts", [[0, 1, 16, 81, 256], [0, 0, 3, 0, 1, 1, 5000, 2], [7]])
+def test_alias_table_draws_the_noise_distribution_exactly(counts):
+    p = w2v.noise_distribution(torch.tensor(counts))
+    keep, alias = w2v.alias_table(p)
+    # every slot carries 1/V: what slot i keeps plus what the others give it is p_i
+    mass = keep / len(p) + torch.zeros(len(p)).index_add_(0, alias, (1 - keep) / len(p))
+    torch.testing.assert_close(mass, p, atol=1e-6, rtol=0)
+    draws = w2v.sample_noise((keep, alias), (200_000,), torch.Generator().manual_seed(1))
+    assert draws.shape == (200_000,) and draws.dtype == torch.long
+    seen = torch.bincount(draws, minlength=len(p))
+    assert torch.all(seen[p == 0] == 0), "a word of probability 0 (a special token) was drawn as noise"
+    for k in range(len(p)):
+        assert_frequency(int(seen[k]), len(draws), float(p[k]), f"noise word {k}")
+
+
 def test_shrunk_window_radius_is_uniform_on_one_to_window():
     window, n = 5, 20_000
     positions, valid = w2v.shrunk_windows(torch.zeros(n, dtype=torch.long), window, torch.Generator().manual_seed(0))
@@ -134,10 +149,41 @@ def test_word2vec_learns_the_toy_worlds_categories(name, request):
 
 
 def test_same_seed_same_vectors():
+    # as in gensim, one worker is what makes a run repeatable (threads interleave their updates differently)
     sentences = [s for doc in ToyWorld(1).corpus(5_000) for s in doc]
-    a = w2v.Word2Vec(sentences, vector_size=8, epochs=1, progress=False)
-    b = w2v.Word2Vec(sentences, vector_size=8, epochs=1, progress=False)
+    a = w2v.Word2Vec(sentences, vector_size=8, epochs=1, workers=1, progress=False)
+    b = w2v.Word2Vec(sentences, vector_size=8, epochs=1, workers=1, progress=False)
     torch.testing.assert_close(a.wv.vectors, b.wv.vectors, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("sg", [1, 0])
+def test_written_out_gradient_gives_the_vectors_autograd_gives(sg):
+    # the fast path (sgd_step) against the plain one (forward, backward, torch.optim.SGD): same batches, so the
+    # same vectors up to float rounding; a wrong sign, a missing noise mask or CBOW's error divided by the
+    # context size would move them by far more
+    sentences = [s for doc in ToyWorld(2).corpus(8_000) for s in doc]
+    kw = dict(vector_size=16, epochs=2, sg=sg, min_count=1, workers=1, progress=False, alpha=0.05)
+    plain = w2v.Word2Vec(sentences, autograd=True, **kw)
+    fast = w2v.Word2Vec(**{k: v for k, v in kw.items() if k not in ("workers", "progress")})
+    fast.build_vocab(sentences)
+    start = fast.wv.vectors.clone()
+    fast.train(sentences, workers=1, progress=False)
+    moved = (fast.wv.vectors - start).norm(dim=1).mean() / start.norm(dim=1).mean()
+    assert moved > 1, f"training moved the vectors by only {moved:.2f}x their start: the comparison would prove little"
+    torch.testing.assert_close(fast.wv.vectors, plain.wv.vectors, rtol=0, atol=2e-5)
+    torch.testing.assert_close(fast.model.output_vectors.weight, plain.model.output_vectors.weight, rtol=0, atol=2e-5)
+    assert fast.loss_history == pytest.approx(plain.loss_history, rel=1e-5)
+
+
+def test_worker_threads_learn_as_one_worker_does():
+    # Hogwild: threads share the tables without locks, as the C code and gensim do
+    sentences = [s for doc in ToyWorld(0).corpus(60_000) for s in doc]
+    threads = torch.get_num_threads()
+    model = w2v.Word2Vec(sentences, vector_size=32, epochs=3, sg=1, workers=3, progress=False)
+    assert torch.get_num_threads() == threads, "training must give back torch's thread count"
+    categories = w2v.toyworld_categories()
+    similarity = w2v.similarity_accuracy(model.wv, w2v.similarity_triples(categories))
+    assert similarity > 0.8, f"three workers: similarity accuracy {similarity:.2f} (one worker: about 0.88)"
 
 
 def test_loss_history_falls(skipgram):

@@ -8,8 +8,12 @@ The pieces, in the order training uses them:
 * ``noise_distribution``: negative words are drawn from the unigram distribution raised to 3/4;
 * ``negative_sampling_loss``: logistic regression of real (input, target) pairs against noise words.
 
-Training is batched SGD on the rows a batch touches (sparse embeddings), with the C code's learning rate that falls
-linearly to almost zero. ``Word2Vec`` follows gensim's interface; ``KeyedVectors`` (``model.wv``) holds the vectors
+Training is SGD on batches of examples, with the C code's learning rate that falls linearly to almost zero. Two
+ways to take a step give the same vectors: ``Word2VecModel.forward`` is the loss, for ``loss.backward()`` and an
+optimizer (the plain path); ``Word2VecModel.sgd_step`` writes its gradient out and adds it to the rows the batch
+touches, which is what the C code's inner loop does pair by pair (the fast path, used by default). Several worker
+threads can share the tables without locks (Hogwild, as the C code and gensim do). ``Word2Vec`` follows gensim's
+interface; ``KeyedVectors`` (``model.wv``) holds the vectors
 and answers neighbour, similarity and analogy questions, for GloVe as well. The last section builds the word
 tests the chapter and the benchmark score models with: the toy world's category tests (similarity triples,
 neighbour purity, category offsets) and WordNet's synonyms and plural analogies.
@@ -18,7 +22,9 @@ neighbour purity, category offsets) and WordNet's synonyms and plural analogies.
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -58,6 +64,33 @@ def noise_distribution(counts: torch.Tensor, power: float = 0.75) -> torch.Tenso
     if weights.sum() <= 0:
         raise ValueError("the noise distribution needs at least one word with a positive count")
     return (weights / weights.sum()).float()
+
+
+def alias_table(p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Walker's alias table of a distribution p [V] (Vose's construction): draws in O(1), exactly, for the noise.
+
+    Slot i keeps word i with probability ``keep[i]`` and gives its other ``1 - keep[i]`` to ``alias[i]``; every slot
+    carries 1/V of the mass. (The C code fills a table of 10^8 slots; gensim searches the cumulative sum.)
+    """
+    scaled = (p.double() * len(p) / p.double().sum()).tolist()
+    keep, alias = [1.0] * len(p), list(range(len(p)))
+    small = [i for i, x in enumerate(scaled) if x < 1]
+    large = [i for i, x in enumerate(scaled) if x >= 1]
+    while small and large:
+        s, g = small.pop(), large.pop()
+        keep[s], alias[s] = scaled[s], g
+        scaled[g] -= 1 - scaled[s]
+        (small if scaled[g] < 1 else large).append(g)
+    return torch.tensor(keep, dtype=torch.float32), torch.tensor(alias, dtype=torch.long)
+
+
+def sample_noise(table: tuple[torch.Tensor, torch.Tensor], shape: tuple[int, ...],
+                 generator: torch.Generator) -> torch.Tensor:
+    """Noise word ids of the given shape from an ``alias_table``: a slot uniformly, then the slot's word or alias."""
+    keep, alias = table
+    slot = torch.randint(len(keep), shape, generator=generator, device=generator.device).to(keep.device)
+    u = torch.rand(shape, generator=generator, device=generator.device).to(keep.device)
+    return torch.where(u < keep[slot], slot, alias[slot])
 
 
 def shrunk_windows(sentence: torch.Tensor, window: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -214,7 +247,10 @@ class Word2VecModel(nn.Module):
         super().__init__()
         self.input_vectors = nn.Embedding(vocab_size, vector_size, sparse=True)
         self.output_vectors = nn.Embedding(vocab_size, vector_size, sparse=True)
-        nn.init.uniform_(self.input_vectors.weight, -0.5 / vector_size, 0.5 / vector_size)  # as the C code
+        # input vectors uniform in ±1/dim as gensim (the C code: ±0.5/dim), output vectors zero. The start's scale
+        # matters when words are rare and epochs few: the output vectors' first steps are proportional to it
+        # (benchmarks/README.md measures the C code's range 13 points behind on rare-word analogies)
+        nn.init.uniform_(self.input_vectors.weight, -1 / vector_size, 1 / vector_size)
         nn.init.zeros_(self.output_vectors.weight)
 
     def forward(self, inputs: torch.Tensor, targets: torch.Tensor, noise: torch.Tensor,
@@ -229,6 +265,38 @@ class Word2VecModel(nn.Module):
             hidden = summed / count + (summed - summed.detach()) * (1 - 1 / count)
         return negative_sampling_loss(hidden, self.output_vectors(targets), self.output_vectors(noise),
                                       noise != targets[:, None])
+
+    @torch.no_grad()
+    def sgd_step(self, inputs: torch.Tensor, targets: torch.Tensor, noise: torch.Tensor,
+                 input_mask: torch.Tensor | None, lr: float) -> float:
+        """``forward``, ``backward`` and an SGD step of ``lr`` with the gradient written out; returns the loss.
+
+        With s_j = h·v'_j for the target (j = 0, label 1) and the noise words (label 0), the loss's gradient is
+        -(label_j - σ(s_j)) v'_j for h and -(label_j - σ(s_j)) h for v'_j: each output row moves by
+        lr (label_j - σ(s_j)) h, the input side by the sum of lr (label_j - σ(s_j)) v'_j. Rows a batch touches
+        several times get the sum, as the sparse gradient does.
+        """
+        syn0, syn1 = self.input_vectors.weight, self.output_vectors.weight
+        hidden = F.embedding(inputs, syn0)  # [B, D], or [B, C, D] for CBOW's contexts, averaged:
+        if input_mask is not None:
+            mask = input_mask.unsqueeze(-1).to(hidden.dtype)
+            hidden = (hidden * mask).sum(1) / mask.sum(1)
+        outputs = torch.cat([targets[:, None], noise], 1)  # [B, 1 + K]
+        vectors = F.embedding(outputs, syn1)  # [B, 1 + K, D]
+        # products and sums rather than bmm: a thousand 6x64 products are too small for a matrix kernel
+        scores = (vectors * hidden.unsqueeze(1)).sum(-1)
+        used = torch.cat([torch.ones_like(targets[:, None], dtype=torch.bool), noise != targets[:, None]], 1)
+        loss = -(F.logsigmoid(scores[:, 0]).sum() + (F.logsigmoid(-scores[:, 1:]) * used[:, 1:]).sum())
+        error = torch.sigmoid(scores).neg_()  # label - σ(s), times lr
+        error[:, 0] += 1
+        error.mul_(used).mul_(lr).unsqueeze_(2)
+        syn1.index_add_(0, outputs.view(-1), (error * hidden.unsqueeze(1)).flatten(0, 1))
+        back = (error * vectors).sum(1)  # [B, D]
+        if input_mask is None:
+            syn0.index_add_(0, inputs, back)
+        else:
+            syn0.index_add_(0, inputs[input_mask], back.unsqueeze(1).expand(*inputs.shape, -1)[input_mask])
+        return loss.item()
 
 
 class TrainedVectors:
@@ -284,6 +352,9 @@ class Word2Vec(TrainedVectors):
 
     ``model.wv`` holds the vectors, ``model.loss_history`` the mean loss per example along training (one value
     per chunk of about 50k words), ``model.embed_sentence(tokens)`` gives [1, len(tokens), vector_size].
+    ``workers`` threads train at once on a CPU, as gensim's do (default 3, as gensim); as in gensim, only
+    ``workers=1`` gives the same vectors on every run. ``autograd=True`` takes each step with ``loss.backward()``
+    and ``torch.optim.SGD`` instead of ``sgd_step``: slower, the same vectors.
     """
 
     config_class = Word2VecConfig
@@ -291,8 +362,8 @@ class Word2Vec(TrainedVectors):
 
     def __init__(self, sentences: Iterable[Sequence[str]] | None = None, vector_size: int = 100, window: int = 5,
                  negative: int = 5, sg: int = 1, min_count: int = 5, sample: float = 1e-3, epochs: int = 5,
-                 alpha: float = 0.025, seed: int = 0, device: str | torch.device | None = None, *,
-                 min_alpha: float = 1e-4, batch_size: int = 1024, progress: bool = True):
+                 alpha: float = 0.025, seed: int = 0, device: str | torch.device | None = None, workers: int = 3, *,
+                 min_alpha: float = 1e-4, batch_size: int = 1024, progress: bool = True, autograd: bool = False):
         self.config = Word2VecConfig(vector_size, window, negative, sg, min_count, sample, epochs, alpha,
                                      min_alpha, batch_size, seed)
         self.device = resolve(device)
@@ -300,7 +371,7 @@ class Word2Vec(TrainedVectors):
         if sentences is not None:
             sentences = [list(s) for s in sentences]
             self.build_vocab(sentences)
-            self.train(sentences, progress=progress)
+            self.train(sentences, workers=workers, progress=progress, autograd=autograd)
 
     @staticmethod
     def build_model(config: Word2VecConfig, vocab_size: int) -> Word2VecModel:
@@ -314,45 +385,71 @@ class Word2Vec(TrainedVectors):
         torch.manual_seed(self.config.seed)
         self.model = self.build_model(self.config, len(self.vocab)).to(self.device)
 
-    def train(self, sentences: Sequence[Sequence[str]], progress: bool = True) -> None:
+    def train(self, sentences: Sequence[Sequence[str]], workers: int = 3, progress: bool = True,
+              autograd: bool = False) -> None:
         cfg, device = self.config, self.device
         ids, sentence = encode_corpus(sentences, self.vocab)
         counts = torch.tensor(self.vocab.counts, dtype=torch.float64)
         keep = keep_probability(counts, cfg.sample).to(device)
-        noise = noise_distribution(counts).to(device)
-        generator = torch.Generator(device=device).manual_seed(cfg.seed)
-        shuffle = random.Random(cfg.seed)
-        optimizer = torch.optim.SGD(self.model.parameters(), lr=cfg.alpha)
-        total = cfg.epochs * len(ids)
+        noise = tuple(t.to(device) for t in alias_table(noise_distribution(counts)))
         chunks = [(s, min(s + self.chunk_words, len(ids))) for s in range(0, len(ids), self.chunk_words)]
-        done = 0
-        with progress_bar(total=total, desc="word2vec", unit="word", show=progress) as bar:
-            for _ in range(cfg.epochs):
-                for start, end in chunks:
-                    chunk_ids, chunk_sentence = ids[start:end].to(device), sentence[start:end].to(device)
-                    kept = torch.rand(len(chunk_ids), generator=generator, device=device) < keep[chunk_ids]
-                    examples = self._examples(chunk_ids[kept], chunk_sentence[kept], generator)
-                    order = torch.randperm(len(examples[-1]), generator=generator, device=device)
-                    loss_sum = 0.0
-                    for b in range(0, len(order), cfg.batch_size):
-                        lr = linear_learning_rate(cfg.alpha, cfg.min_alpha,
-                                                  (done + (end - start) * b / len(order)) / total)
+        jobs, shuffle = [], random.Random(cfg.seed)
+        for _ in range(cfg.epochs):
+            jobs += chunks
+            shuffle.shuffle(chunks)  # a new chunk order each epoch; pairs inside a chunk are shuffled anyway
+        total, lock = cfg.epochs * len(ids), threading.Lock()
+        done = [0.0]  # corpus words trained on, by all workers: the learning rate falls with it
+
+        def work(worker: int, bar) -> None:
+            generator = torch.Generator(device=device).manual_seed(cfg.seed + 1_000_003 * worker)
+            optimizer = torch.optim.SGD(self.model.parameters(), lr=cfg.alpha) if autograd else None
+            while True:
+                with lock:
+                    if not jobs:
+                        return
+                    start, end = jobs.pop(0)
+                chunk_ids, chunk_sentence = ids[start:end].to(device), sentence[start:end].to(device)
+                kept = torch.rand(len(chunk_ids), generator=generator, device=device) < keep[chunk_ids]
+                examples = self._examples(chunk_ids[kept], chunk_sentence[kept], generator)
+                n = len(examples[-1])
+                order = torch.randperm(n, generator=generator, device=device)
+                examples = [None if t is None else t[order] for t in examples]
+                examples.append(sample_noise(noise, (n, cfg.negative), generator))
+                loss_sum, step_words = 0.0, (end - start) / max(n, 1)
+                for b in range(0, n, cfg.batch_size):
+                    lr = linear_learning_rate(cfg.alpha, cfg.min_alpha, done[0] / total)
+                    inputs, mask, targets, negatives = (None if t is None else t[b : b + cfg.batch_size]
+                                                        for t in examples)
+                    if autograd:
                         for group in optimizer.param_groups:
                             group["lr"] = lr
-                        batch = order[b : b + cfg.batch_size]
-                        inputs, mask, targets = (None if t is None else t[batch] for t in examples)
-                        negatives = torch.multinomial(noise, len(batch) * cfg.negative, replacement=True,
-                                                      generator=generator).view(len(batch), cfg.negative)
                         loss = self.model(inputs, targets, negatives, mask)
                         optimizer.zero_grad(set_to_none=True)
                         loss.backward()
                         optimizer.step()
                         loss_sum += loss.item()
-                    self.loss_history.append(loss_sum / max(len(order), 1))
-                    done += end - start
+                    else:
+                        loss_sum += self.model.sgd_step(inputs, targets, negatives, mask, lr)
+                    with lock:
+                        done[0] += step_words * len(targets)
+                with lock:
+                    done[0] += (end - start) - step_words * n  # a chunk without examples counts too
+                    self.loss_history.append(loss_sum / max(n, 1))
                     bar.update(end - start)
                     bar.set_postfix(loss=f"{self.loss_history[-1]:.3f}", lr=f"{lr:.4f}")
-                shuffle.shuffle(chunks)  # a new chunk order each epoch; pairs inside a chunk are shuffled anyway
+
+        workers = max(1, workers) if device.type == "cpu" else 1  # threads share one GPU no faster
+        threads = torch.get_num_threads()
+        with progress_bar(total=total, desc="word2vec", unit="word", show=progress) as bar:
+            if workers == 1:
+                return work(0, bar)
+            torch.set_num_threads(1)  # one thread per worker: the workers are the parallelism
+            try:
+                with ThreadPoolExecutor(workers) as pool:
+                    for future in [pool.submit(work, k, bar) for k in range(workers)]:
+                        future.result()
+            finally:
+                torch.set_num_threads(threads)
 
     def _examples(self, ids: torch.Tensor, sentence: torch.Tensor, generator: torch.Generator):
         """(inputs, input mask or None, targets) of one chunk: skip-gram predicts each context from the center,
