@@ -13,7 +13,7 @@ Two regimes:
 
 Speed counts corpus words (before subsampling) times epochs over training time, vocabulary building included,
 with ``workers`` = torch threads = the given thread count for both libraries. Accuracy is the mean over seeds.
-A last table times one step of ours both ways: ``sgd_step`` (written-out gradient) and ``autograd=True``.
+``diagnose`` changes one thing at a time to find the rare-word gap's cause. Then ours is timed both ways, ``sgd_step`` (written-out gradient) against ``autograd=True``, and profiled.
 gensim is a benchmark-only dependency: ``pip install -c constraints.txt gensim==4.4.0``.
 """
 
@@ -120,6 +120,32 @@ def rare_regime(threads: list[int], seeds: int, sizes: list[int]) -> None:
            "word2bert words/s", "gensim words/s", "speed, ours / gensim"], rows)
 
 
+def diagnose(seeds: int) -> None:
+    """The rare-word gap's cause: one difference from gensim at a time, on the 300k-token generated corpus."""
+    hyper = dict(vector_size=64, window=5, negative=5, min_count=1, sample=1e-3, epochs=5, alpha=0.025)
+    variants = {
+        "word2bert as shipped (input vectors in ±1/dim, 1,024 pairs per step)": {},
+        "the C code's start, input vectors in ±0.5/dim (word2bert before)": {"start": 0.5},
+        "64 pairs per step": {"batch_size": 64},
+        "16,384 pairs per step": {"batch_size": 16_384},
+    }
+    scores = {name: [] for name in [*variants, "gensim"]}
+    torch.set_num_threads(1)
+    for seed in range(seeds):
+        sentences, questions = analogy_corpus(300_000, seed=seed)
+        for name, change in variants.items():
+            model = w2v.Word2Vec(seed=seed, device="cpu", batch_size=change.get("batch_size", 1024), **hyper)
+            model.build_vocab(sentences)
+            model.model.input_vectors.weight.data.mul_(change.get("start", 1.0))
+            model.train(sentences, workers=1, progress=False)
+            scores[name].append(w2v.analogy_accuracy(model.wv, questions))
+        theirs = gensim_vectors(GensimWord2Vec(sentences, workers=1, seed=seed, **hyper))
+        scores["gensim"].append(w2v.analogy_accuracy(theirs, questions))
+    print(f"skip-gram, one thread, 300k-token generated corpus, {hyper}, {seeds} seeds\n")
+    table(["variant", "analogies %"], [[name, f"{100 * statistics.mean(v):.1f} ± {100 * statistics.pstdev(v):.1f}"]
+                                       for name, v in scores.items()])
+
+
 def step_timing() -> None:
     sentences, _ = analogy_corpus(100_000, seed=0)
     torch.set_num_threads(1)
@@ -136,9 +162,30 @@ def step_timing() -> None:
     table(["model", "sgd_step (s)", "autograd + torch.optim.SGD (s)", "sgd_step is faster by"], rows)
 
 
+def profile() -> None:
+    """Where one skip-gram run's time goes (one thread, 300k-token generated corpus), by function."""
+    import cProfile
+    import pstats
+
+    sentences, _ = analogy_corpus(300_000, seed=0)
+    torch.set_num_threads(1)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    w2v.Word2Vec(sentences, vector_size=64, min_count=1, workers=1, progress=False)
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats
+    total = sum(tt for _, _, tt, _, _ in stats.values())
+    rows = sorted(((tt, f"{Path(file).name}:{line} {name}" if line else name) for (file, line, name), (_, _, tt, _, _)
+                   in stats.items()), reverse=True)[:10]
+    print(f"one thread, 300k tokens, skip-gram, 5 epochs: {total:.1f} s in all\n")
+    table(["function (own time, callees apart)", "seconds", "share"],
+          [[f"`{where}`", f"{tt:.2f}", f"{tt / total:.0%}"] for tt, where in rows])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--regime", nargs="+", choices=["course", "rare", "steps"], default=["course", "rare", "steps"])
+    parser.add_argument("--regime", nargs="+", choices=["course", "rare", "diagnose", "steps", "profile"],
+                        default=["course", "rare", "diagnose", "steps", "profile"])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch threads and workers, each")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per rare-regime cell")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
@@ -150,8 +197,12 @@ def main(argv: list[str] | None = None) -> None:
         course_regime(args.threads)
     if "rare" in args.regime:
         rare_regime(args.threads, args.seeds, args.sizes)
+    if "diagnose" in args.regime:
+        diagnose(args.seeds)
     if "steps" in args.regime:
         step_timing()
+    if "profile" in args.regime:
+        profile()
 
 
 if __name__ == "__main__":
