@@ -277,10 +277,12 @@ class Word2VecModel(nn.Module):
         several times get the sum, as the sparse gradient does.
         """
         syn0, syn1 = self.input_vectors.weight, self.output_vectors.weight
-        hidden = F.embedding(inputs, syn0)  # [B, D], or [B, C, D] for CBOW's contexts, averaged:
-        if input_mask is not None:
-            mask = input_mask.unsqueeze(-1).to(hidden.dtype)
-            hidden = (hidden * mask).sum(1) / mask.sum(1)
+        if input_mask is None:  # skip-gram: h is the center's vector
+            rows = inputs
+            hidden = F.embedding(rows, syn0)  # [B, D]
+        else:  # CBOW: h is the mean of the context's vectors, one bag per example
+            rows, counts = inputs[input_mask], input_mask.sum(1)
+            hidden = F.embedding_bag(rows, syn0, torch.cumsum(counts, 0) - counts, mode="mean")
         outputs = torch.cat([targets[:, None], noise], 1)  # [B, 1 + K]
         vectors = F.embedding(outputs, syn1)  # [B, 1 + K, D]
         # products and sums rather than bmm: a thousand 6x64 products are too small for a matrix kernel
@@ -292,10 +294,8 @@ class Word2VecModel(nn.Module):
         error.mul_(used).mul_(lr).unsqueeze_(2)
         syn1.index_add_(0, outputs.view(-1), (error * hidden.unsqueeze(1)).flatten(0, 1))
         back = (error * vectors).sum(1)  # [B, D]
-        if input_mask is None:
-            syn0.index_add_(0, inputs, back)
-        else:
-            syn0.index_add_(0, inputs[input_mask], back.unsqueeze(1).expand(*inputs.shape, -1)[input_mask])
+        # every context word of a CBOW example gets the example's full step, as in the C code
+        syn0.index_add_(0, rows, back if input_mask is None else back.repeat_interleave(counts, 0))
         return loss.item()
 
 
