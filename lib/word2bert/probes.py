@@ -159,7 +159,7 @@ def course_models(device=None, word2vec_tokens: int = 60_000) -> dict[str, Embed
     corpus = [sentence for document in ToyWorld(0).corpus(word2vec_tokens) for sentence in document]
     return {
         "word2vec": Word2Vec(corpus, vector_size=64, window=5, min_count=2, epochs=2, seed=0, device=device,
-                             workers=1, progress=False),  # one worker: the same vectors on every run
+                             progress=False),
         "ELMo": elmo.pretrained(device),
         "GPT": gpt.pretrained(device),
         "BERT": bert.pretrained(device),

@@ -352,8 +352,9 @@ class Word2Vec(TrainedVectors):
 
     ``model.wv`` holds the vectors, ``model.loss_history`` the mean loss per example along training (one value
     per chunk of about 50k words), ``model.embed_sentence(tokens)`` gives [1, len(tokens), vector_size].
-    ``workers`` threads train at once on a CPU, as gensim's do (default 3, as gensim); as in gensim, only
-    ``workers=1`` gives the same vectors on every run. ``autograd=True`` takes each step with ``loss.backward()``
+    ``workers`` threads train at once on a CPU, as gensim's do. The default is one (gensim's is three): only one
+    worker gives the same vectors on every run, which a course wants, and on a vocabulary of a few hundred words
+    (the toy world), where every batch updates the same rows, threads cost CBOW some neighbour purity. ``autograd=True`` takes each step with ``loss.backward()``
     and ``torch.optim.SGD`` instead of ``sgd_step``: slower, the same vectors.
     """
 
@@ -362,7 +363,7 @@ class Word2Vec(TrainedVectors):
 
     def __init__(self, sentences: Iterable[Sequence[str]] | None = None, vector_size: int = 100, window: int = 5,
                  negative: int = 5, sg: int = 1, min_count: int = 5, sample: float = 1e-3, epochs: int = 5,
-                 alpha: float = 0.025, seed: int = 0, device: str | torch.device | None = None, workers: int = 3, *,
+                 alpha: float = 0.025, seed: int = 0, device: str | torch.device | None = None, workers: int = 1, *,
                  min_alpha: float = 1e-4, batch_size: int = 1024, progress: bool = True, autograd: bool = False):
         self.config = Word2VecConfig(vector_size, window, negative, sg, min_count, sample, epochs, alpha,
                                      min_alpha, batch_size, seed)
@@ -385,7 +386,7 @@ class Word2Vec(TrainedVectors):
         torch.manual_seed(self.config.seed)
         self.model = self.build_model(self.config, len(self.vocab)).to(self.device)
 
-    def train(self, sentences: Sequence[Sequence[str]], workers: int = 3, progress: bool = True,
+    def train(self, sentences: Sequence[Sequence[str]], workers: int = 1, progress: bool = True,
               autograd: bool = False) -> None:
         cfg, device = self.config, self.device
         ids, sentence = encode_corpus(sentences, self.vocab)
