@@ -122,7 +122,7 @@ def rare_regime(threads: list[int], seeds: int, sizes: list[int]) -> None:
 
 def diagnose(seeds: int) -> None:
     """The rare-word gap's cause: one difference from gensim at a time, on the 300k-token generated corpus."""
-    hyper = dict(vector_size=64, window=5, negative=5, min_count=1, sample=1e-3, epochs=5, alpha=0.025)
+    hyper = dict(sg=1, vector_size=64, window=5, negative=5, min_count=1, sample=1e-3, epochs=5, alpha=0.025)
     variants = {
         "word2bert as shipped (input vectors in ±1/dim, 1,024 pairs per step)": {},
         "the C code's start, input vectors in ±0.5/dim (word2bert before)": {"start": 0.5},

@@ -249,7 +249,7 @@ class Word2VecModel(nn.Module):
         self.output_vectors = nn.Embedding(vocab_size, vector_size, sparse=True)
         # input vectors uniform in ±1/dim as gensim (the C code: ±0.5/dim), output vectors zero. The start's scale
         # matters when words are rare and epochs few: the output vectors' first steps are proportional to it
-        # (benchmarks/README.md measures the C code's range 13 points behind on rare-word analogies)
+        # (benchmarks/README.md: with the C code's range, 12 points behind gensim on rare-word analogies)
         nn.init.uniform_(self.input_vectors.weight, -1 / vector_size, 1 / vector_size)
         nn.init.zeros_(self.output_vectors.weight)
 
