@@ -79,6 +79,7 @@ def dask_overhead(address: str, n: int = 500) -> float:
 
 
 def main() -> None:
+    sys.stdout.reconfigure(line_buffering=True)  # each row as it is measured, also into a file
     parser = argparse.ArgumentParser()
     parser.add_argument("--copies", type=int, default=10)
     args = parser.parse_args()
