@@ -354,8 +354,9 @@ class Word2Vec(TrainedVectors):
     per chunk of about 50k words), ``model.embed_sentence(tokens)`` gives [1, len(tokens), vector_size].
     ``workers`` threads train at once on a CPU, as gensim's do. The default is one (gensim's is three): only one
     worker gives the same vectors on every run, which a course wants, and on a vocabulary of a few hundred words
-    (the toy world), where every batch updates the same rows, threads cost CBOW some neighbour purity. ``autograd=True`` takes each step with ``loss.backward()``
-    and ``torch.optim.SGD`` instead of ``sgd_step``: slower, the same vectors.
+    (the toy world), where every batch updates the same rows, threads cost CBOW some neighbour purity.
+    ``autograd=True`` takes each step with ``loss.backward()`` and ``torch.optim.SGD`` instead of ``sgd_step``:
+    slower, the same vectors.
     """
 
     config_class = Word2VecConfig
