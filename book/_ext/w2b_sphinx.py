@@ -13,12 +13,17 @@
    `TQDM_DISABLE=1`, silences every bar the library shows (`word2bert.training.progress_bar`); in
    a terminal or a notebook of one's own the bars stay. Outputs executed before this switch existed
    live on in the jupyter-cache: `jupyter-book clean --all` drops them.
+
+And one role, ``{w2b-download}`book``` (or ``student``, or ``{w2b-download}`text <book>```): a link to
+this version's offline archive, ``downloads/word2bert-<kind>-<version>.zip`` at the site's root, which
+``make dist`` (tools/dist.py) writes there. The version is the library's, ``word2bert.__version__``.
 """
 
 import os
 import re
 
 import myst_nb.core.render
+from docutils import nodes
 
 _OVERWRITTEN = re.compile(
     r"[^\n]*\r(?=[^\n])"
@@ -59,8 +64,33 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     context["script_files"] = unique
 
 
+_DOWNLOAD = re.compile(r"^(?:(?P<text>.*?)\s*<(?P<kind>[a-z]+)>|(?P<bare>[a-z]+))$", re.S)
+DOWNLOAD_KINDS = ("book", "student")
+
+
+def download_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{w2b-download}`book``` -> a link to ``<site root>/downloads/word2bert-book-<version>.zip``."""
+    import word2bert
+
+    match = _DOWNLOAD.match(text.strip())
+    kind = match and (match["kind"] or match["bare"])
+    if kind not in DOWNLOAD_KINDS:
+        msg = inliner.reporter.error(
+            f"w2b-download: {text!r} is not one of {DOWNLOAD_KINDS} (or 'text <kind>')", line=lineno
+        )
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    filename = f"word2bert-{kind}-{word2bert.__version__}.zip"
+    docname = inliner.document.settings.env.docname
+    uri = "../" * docname.count("/") + f"downloads/{filename}"
+    label = (match["text"] if match["kind"] else None) or filename
+    node = nodes.reference(rawtext, "", refuri=uri, classes=["w2b-download"])
+    node += nodes.literal(label, label) if label == filename else nodes.Text(label)
+    return [node], []
+
+
 def setup(app):
     os.environ["TQDM_DISABLE"] = "1"  # read by tqdm when a notebook's kernel imports it
     myst_nb.core.render.coalesce_streams = coalesce_streams
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
+    app.add_role("w2b-download", download_role)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
