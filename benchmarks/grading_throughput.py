@@ -93,11 +93,13 @@ def main() -> None:
                 overhead = dask_overhead(address)
                 label = "Dask, 2 workers, " + ("nanny (new interpreter)" if nanny else "--no-nanny (fork)")
                 rows.append((label, autograde(course, "--scheduler", address), overhead))
-            finally:
-                for p in processes:
+            finally:  # workers first, then the scheduler (a worker stopped after it may hang)
+                for p in processes[::-1]:
                     p.terminate()
-                for p in processes:
-                    p.wait()
+                    try:
+                        p.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
     print(f"{n} solution submissions (exercises 1-4 x {args.copies}, exercise 5 x {max(1, args.copies // 5)}), "
           f"{os.cpu_count()} cores")
     print(f"{'executor':<44}{'seconds':>9}{'per minute':>12}{'s/submission':>14}{'Dask overhead/task':>20}")

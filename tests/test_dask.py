@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from test_grading import fixtures, release_nb, solution_code, solution_nb, submission, write
 
@@ -83,9 +84,10 @@ def cluster(tmp_path_factory):
     with Client(address, timeout="60s") as client:
         client.wait_for_workers(2, timeout=120)
     yield address, workers
+    # Workers first, each to its end, then the scheduler: a worker asked to stop after its scheduler
+    # has gone may wait for it for ever (Dask 2026.8, --no-nanny).
     for process in [*workers, scheduler]:
         process.send_signal(signal.SIGTERM)
-    for process in [*workers, scheduler]:
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -122,12 +124,50 @@ def test_a_worker_killed_mid_run_loses_nothing(cluster, tmp_path):
                            text=True)
     cache = root / ".grading-cache"
     wait_for(lambda: cache.is_dir() and len(list(cache.glob("*.json"))) >= 2, 600, "the first results")
+    graders = psutil.Process(workers[0].pid).children(recursive=True)  # its pool, forkserver, sandboxes
+    assert graders, "the worker grades in processes of its own"
     workers[0].kill()  # mid-run: its submission in progress is rescheduled on the other worker
     out, _ = run.communicate(timeout=1500)
     assert run.returncode == 0, out[-3000:]
     rows = grades(root)
     assert len(rows) == 18
     assert all(r["status"] == "graded" and r["score"] == r["max_score"] for r in rows.values()), out[-2000:]
+    left = [p for p in graders if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"processes of the killed worker still run: {[p.cmdline()[:3] for p in left]}"
+
+
+OWNER = """
+import os, sys, time
+from word2bert_grader import executors
+if __name__ == "__main__":
+    pool = executors.fork_pool(2)
+    print(pool.submit(os.getpid).result(), flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_killed_grader_leaves_no_process_behind(tmp_path):
+    """`make autograde` or a Dask worker killed with SIGKILL: its pool's processes and the forkserver
+    exit too (an idle pool process would wait on its queue for ever)."""
+    (tmp_path / "owner.py").write_text(OWNER, encoding="utf-8")
+    owner = subprocess.Popen([sys.executable, tmp_path / "owner.py"], stdout=subprocess.PIPE, text=True)
+    owner.stdout.readline()
+    wait_for(lambda: len(psutil.Process(owner.pid).children(recursive=True)) >= 3, 60,
+             "the pool, its forkserver and its resource tracker")
+    time.sleep(3)  # the pool replaces the process that ran the task (one task per process): now idle
+    children = psutil.Process(owner.pid).children(recursive=True)
+    owner.kill()
+    owner.wait()
+
+    def all_gone() -> bool:
+        return not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in children)
+
+    try:
+        wait_for(all_gone, 15, "the killed owner's pool processes to exit")
+    finally:
+        for p in children:
+            if p.is_running():
+                p.kill()
 
 
 def test_a_rerun_grades_only_what_changed(cluster, tmp_path):

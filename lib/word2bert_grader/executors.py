@@ -15,11 +15,16 @@ from __future__ import annotations
 import base64
 import json
 import multiprocessing
+import os
+import select
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+
+from distributed.diagnostics.plugin import WorkerPlugin
 
 ATTEMPTS = 3  # deaths of the worker grading a submission before it is scored 0
 
@@ -27,7 +32,26 @@ ATTEMPTS = 3  # deaths of the worker grading a submission before it is scored 0
 def fork_pool(workers: int) -> ProcessPoolExecutor:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["torch", "word2bert_grader.harness"])
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=1)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=1,
+                               initializer=_exit_with, initargs=(os.getpid(),))
+
+
+def _exit_with(owner: int) -> None:
+    """In each pool process: exit when the process that owns the pool is gone. An idle pool process
+    would otherwise outlive a killed owner (``make autograde`` or a Dask worker, killed) forever: it
+    waits on a queue whose other end it holds itself, and the forkserver waits on it in turn."""
+    try:
+        handle = os.pidfd_open(owner)
+    except ProcessLookupError:
+        os._exit(1)
+    except (AttributeError, OSError):  # not Linux 5.3 or later: the owner's shutdown has to do
+        return
+
+    def watch() -> None:
+        select.select([handle], [], [])  # readable once the owner has exited
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-owner", daemon=True).start()
 
 
 def failed(task: tuple, reason: str) -> dict:
@@ -86,6 +110,23 @@ def grade_in_fork(*task) -> dict:
     return failed(task, f"the grader's process died {ATTEMPTS} times while grading it")
 
 
+def close_pool() -> None:
+    global _POOL
+    if _POOL is not None:
+        _POOL.shutdown(wait=True, cancel_futures=True)
+        _POOL = None
+
+
+class ClosePool(WorkerPlugin):
+    """A Dask worker plugin: the worker's pool of graders stops with the worker. Without it a worker
+    asked to stop (SIGTERM) waits forever on the pool's idle processes."""
+
+    name = "word2bert-grader-pool"
+
+    def teardown(self, worker) -> None:
+        close_pool()
+
+
 def _grade_in_subprocess(task: tuple) -> dict:
     student, assignment, submission, source, settings = task
     payload = json.dumps({"task": [student, assignment, base64.b64encode(submission).decode(),
@@ -105,6 +146,7 @@ def cluster(tasks: list[tuple], scheduler: str) -> Iterator[dict]:
     from distributed.scheduler import KilledWorker
 
     with Client(scheduler, timeout="30s") as client:
+        client.register_plugin(ClosePool())
         futures = {client.submit(grade_in_fork, *task, pure=False, retries=0,
                                  key=f"grade-{task[0]}-{task[1]}-{i}"): task for i, task in enumerate(tasks)}
         for future in as_completed(futures):
