@@ -57,11 +57,15 @@ def build_book(book_dir: Path = BOOK_DIR) -> Path:
                 "--nitpick",
                 "--keep-going",
             ]
+            # Python's deprecation warnings shown, so that tests/test_book.py sees any the build prints
+            # (book/_ext/w2b_sphinx.py keeps this setting away from the notebooks' kernels).
+            env = {**os.environ, "PYTHONWARNINGS": "default"}
             with open(log, "w", encoding="utf-8") as out:
                 rc = subprocess.run(
                     cmd,
                     check=False,
                     cwd=book_dir,
+                    env=env,
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     timeout=BUILD_TIMEOUT_S,

@@ -43,6 +43,13 @@ PROGRESS_BAR = re.compile(r"\d%\||█|\[\d+:\d\d(?:<[\d:?]+)?, *[\d.?]+ *[a-zA-Z
 OUTPUT_REMOVING_TAGS = {"remove-output", "remove-cell"}
 # The landing page's links to the offline archives (book/_ext/w2b_sphinx.py's w2b-download role).
 OFFLINE_ARCHIVE = re.compile(r"(^|/)downloads/word2bert-(book|student)-[^/]+\.zip$")
+# Deprecation warnings in the build's log (tests/conftest.py builds with PYTHONWARNINGS=default), and the
+# ones known and accepted: jupyter-book 1's own command line uses Click's BaseCommand (deprecated in Click
+# 8.2, removed in 9.0; constraints.txt pins Click 8). See README, "Design notes".
+DEPRECATION = re.compile(r"\b\w*(DeprecationWarning|FutureWarning|RemovedInSphinx\d+Warning)\b")
+KNOWN_DEPRECATIONS = [
+    re.compile(r"jupyter_book/cli/pluggable\.py:\d+: DeprecationWarning: 'BaseCommand' is deprecated"),
+]
 # The book's stylesheet (_config.yml: html_css_files) and the rule in it that makes code wrap.
 BOOK_CSS = "w2b.css"
 WRAPPING_PRE = re.compile(r"\.bd-article\s+pre\s*\{[^}]*white-space:\s*pre-wrap")
@@ -188,6 +195,14 @@ def test_every_internal_link_and_anchor_resolves(built_book):
                 broken.append(f"{where} (no id '{fragment}' in {target.name})")
     assert len(pages) > 1, f"no pages found in {built_book}"
     assert not broken, "broken internal links:\n" + "\n".join(broken[:50])
+
+
+@pytest.mark.book
+def test_the_build_prints_no_deprecation_warning(built_book):
+    log = (built_book.parent / "book-build.log").read_text(encoding="utf-8")
+    found = [line.strip() for line in log.splitlines()
+             if DEPRECATION.search(line) and not any(k.search(line) for k in KNOWN_DEPRECATIONS)]
+    assert not found, "deprecation warnings in the book's build:\n" + "\n".join(sorted(set(found)))
 
 
 @pytest.mark.book

@@ -90,6 +90,9 @@ def download_role(name, rawtext, text, lineno, inliner, options=None, content=No
 
 def setup(app):
     os.environ["TQDM_DISABLE"] = "1"  # read by tqdm when a notebook's kernel imports it
+    # Warnings settings of the build (the tests show deprecation warnings) are not the notebooks': their
+    # kernels, which inherit this environment, keep Python's defaults, and their pages stay the same.
+    os.environ.pop("PYTHONWARNINGS", None)
     myst_nb.core.render.coalesce_streams = coalesce_streams
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
     app.add_role("w2b-download", download_role)
