@@ -46,7 +46,7 @@ ASSIGNMENT = "01-word2vec"
 STUDENTS = {"alice": "solutions", "bob": "exercises"}  # whose notebook: the solution, the release
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 START_TIMEOUT_S = 90
-WAIT_S = 30
+WAIT_S = 60  # the lab loads slowly on a machine busy with the rest of the test suite
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CDN_MATHJAX = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
 # Defined before formgrader's grading page runs its scripts (Page.addScriptToEvaluateOnNewDocument).
