@@ -28,29 +28,31 @@ from pathlib import Path
 import torch
 from gensim.models import Word2Vec as GensimWord2Vec
 
+from word2bert import evaluation
 from word2bert import word2vec as w2v
 from word2bert.data import pretraining_documents, wordnet_available
+from word2bert.vectors import KeyedVectors
 
 sys.path.insert(0, str(Path(__file__).parent))
 from analogy_corpus import analogy_corpus  # noqa: E402
 
 
-def gensim_vectors(model: GensimWord2Vec) -> w2v.KeyedVectors:
+def gensim_vectors(model: GensimWord2Vec) -> KeyedVectors:
     """gensim's vectors in our KeyedVectors, so that both are scored by the same code."""
-    return w2v.KeyedVectors(list(model.wv.index_to_key), torch.from_numpy(model.wv.vectors.copy()))
+    return KeyedVectors(list(model.wv.index_to_key), torch.from_numpy(model.wv.vectors.copy()))
 
 
-def course_scores(wv: w2v.KeyedVectors, wordnet_tests) -> dict[str, float]:
-    categories = w2v.toyworld_categories()
+def course_scores(wv: KeyedVectors, wordnet_tests) -> dict[str, float]:
+    categories = evaluation.toyworld_categories()
     out = {
-        "toy similarity": w2v.similarity_accuracy(wv, w2v.similarity_triples(categories)),
-        "toy purity@5": w2v.neighbour_purity(wv, categories),
-        "toy category offsets": w2v.analogy_accuracy(wv, w2v.category_analogies(categories)),
+        "toy similarity": evaluation.similarity_accuracy(wv, evaluation.similarity_triples(categories)),
+        "toy purity@5": evaluation.neighbour_purity(wv, categories),
+        "toy category offsets": evaluation.analogy_accuracy(wv, evaluation.category_analogies(categories)),
     }
     if wordnet_tests is not None:
         synonyms, plurals = wordnet_tests
-        out["WordNet synonyms"] = w2v.similarity_accuracy(wv, synonyms)
-        out["WordNet plurals"] = w2v.analogy_accuracy(wv, plurals)
+        out["WordNet synonyms"] = evaluation.similarity_accuracy(wv, synonyms)
+        out["WordNet plurals"] = evaluation.analogy_accuracy(wv, plurals)
     return out
 
 
@@ -84,7 +86,7 @@ def course_regime(threads: list[int]) -> None:
         for sg in (1, 0):
             (ours, ours_time), (theirs, theirs_time) = train_both(sentences, n, sg=sg, **hyper)
             # WordNet tests from one vocabulary, so both models answer the same questions
-            wordnet_tests = w2v.wordnet_word_tests(ours.wv, n=500) if wordnet_available() else None
+            wordnet_tests = evaluation.wordnet_word_tests(ours.wv, n=500) if wordnet_available() else None
             name = "skip-gram" if sg else "CBOW"
             for who, wv, seconds in [("word2bert", ours.wv, ours_time), ("gensim", theirs, theirs_time)]:
                 result = course_scores(wv, wordnet_tests)
@@ -108,7 +110,7 @@ def rare_regime(threads: list[int], seeds: int, sizes: list[int]) -> None:
                     words = sum(map(len, sentences))
                     (ours, ours_time), (theirs, theirs_time) = train_both(sentences, n, sg=sg, seed=seed, **hyper)
                     for who, wv, seconds in [("word2bert", ours.wv, ours_time), ("gensim", theirs, theirs_time)]:
-                        acc[who].append(w2v.analogy_accuracy(wv, questions))
+                        acc[who].append(evaluation.analogy_accuracy(wv, questions))
                         speed[who].append(words * hyper["epochs"] / seconds)
                 singletons = sum(c == 1 for c in ours.vocab.counts) / len(ours.vocab)
                 ratio = statistics.mean(speed["word2bert"]) / statistics.mean(speed["gensim"])
@@ -138,9 +140,9 @@ def diagnose(seeds: int) -> None:
             model.build_vocab(sentences)
             model.model.input_vectors.weight.data.mul_(change.get("start", 1.0))
             model.train(sentences, workers=1, progress=False)
-            scores[name].append(w2v.analogy_accuracy(model.wv, questions))
+            scores[name].append(evaluation.analogy_accuracy(model.wv, questions))
         theirs = gensim_vectors(GensimWord2Vec(sentences, workers=1, seed=seed, **hyper))
-        scores["gensim"].append(w2v.analogy_accuracy(theirs, questions))
+        scores["gensim"].append(evaluation.analogy_accuracy(theirs, questions))
     print(f"skip-gram, one thread, 300k-token generated corpus, {hyper}, {seeds} seeds\n")
     table(["variant", "analogies %"], [[name, f"{100 * statistics.mean(v):.1f} ± {100 * statistics.pstdev(v):.1f}"]
                                        for name, v in scores.items()])

@@ -19,7 +19,8 @@ import torch.nn as nn
 from .data import Vocab
 from .device import resolve
 from .training import progress_bar
-from .word2vec import TrainedVectors, encode_corpus
+from .vectors import TrainedVectors
+from .word2vec import encode_corpus
 
 
 def cooccurrence_counts(ids: torch.Tensor, sentence: torch.Tensor, window: int,

@@ -13,10 +13,8 @@ ways to take a step give the same vectors: ``Word2VecModel.forward`` is the loss
 optimizer (the plain path); ``Word2VecModel.sgd_step`` writes its gradient out and adds it to the rows the batch
 touches, which is what the C code's inner loop does pair by pair (the fast path, used by default). Several worker
 threads can share the tables without locks (Hogwild, as the C code and gensim do). ``Word2Vec`` follows gensim's
-interface; ``KeyedVectors`` (``model.wv``) holds the vectors
-and answers neighbour, similarity and analogy questions, for GloVe as well. The last section builds the word
-tests the chapter and the benchmark score models with: the toy world's category tests (similarity triples,
-neighbour purity, category offsets) and WordNet's synonyms and plural analogies.
+interface: the vectors it trains live apart, in ``word2bert.vectors.KeyedVectors`` (``model.wv``), as gensim
+keeps them, and the word tests that score them in ``word2bert.evaluation``.
 """
 
 from __future__ import annotations
@@ -25,18 +23,16 @@ import random
 import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .checkpoint import load_checkpoint, save_checkpoint
 from .data import Vocab
-from .data.toyworld import LEXICON
 from .device import resolve
 from .training import progress_bar
+from .vectors import TrainedVectors
 
 # --- the pieces ------------------------------------------------------------------------------------------------
 
@@ -159,69 +155,6 @@ def encode_corpus(sentences: Iterable[Sequence[str]], vocab: Vocab) -> tuple[tor
     return torch.tensor(ids, dtype=torch.long), torch.tensor(sentence, dtype=torch.long)
 
 
-# --- vectors and what we ask of them ---------------------------------------------------------------------------
-
-
-class KeyedVectors:
-    """Word vectors with gensim's questions: ``wv[word]``, ``most_similar``, ``similarity``. Shared with GloVe."""
-
-    def __init__(self, words: Sequence[str], vectors: torch.Tensor):
-        if len(words) != len(vectors):
-            raise ValueError(f"{len(words)} words for {len(vectors)} vectors")
-        self.index_to_key = list(words)
-        self.key_to_index = {w: i for i, w in enumerate(self.index_to_key)}
-        self.vectors = vectors.detach()
-        self.unit = F.normalize(self.vectors.float(), dim=-1)
-
-    @property
-    def vector_size(self) -> int:
-        return self.vectors.shape[1]
-
-    def __len__(self) -> int:
-        return len(self.index_to_key)
-
-    def __contains__(self, word: str) -> bool:
-        return word in self.key_to_index
-
-    def _index(self, word: str) -> int:
-        try:
-            return self.key_to_index[word]
-        except KeyError:
-            raise KeyError(f"word {word!r} not in vocabulary") from None
-
-    def __getitem__(self, word: str) -> torch.Tensor:
-        return self.vectors[self._index(word)]
-
-    def similarity(self, a: str, b: str) -> float:
-        """Cosine of the two words' vectors."""
-        return float(self.unit[self._index(a)] @ self.unit[self._index(b)])
-
-    def most_similar(self, positive: str | Sequence[str] | None = None, negative: Sequence[str] = (),
-                     topn: int = 10) -> list[tuple[str, float]]:
-        """The ``topn`` words nearest by cosine to the mean of the positive words' unit vectors minus the negative
-        ones' (3CosAdd for ``positive=[b, c], negative=[a]``), leaving out the query words."""
-        positive = [positive] if isinstance(positive, str) else list(positive or [])
-        negative = list(negative)
-        if not positive and not negative:
-            raise ValueError("most_similar needs at least one word")
-        query = [self._index(w) for w in positive + negative]
-        signs = torch.tensor([1.0] * len(positive) + [-1.0] * len(negative), device=self.unit.device)
-        target = F.normalize((signs[:, None] * self.unit[query]).mean(0), dim=0)
-        sims = self.unit @ target
-        sims[query] = -float("inf")
-        best = torch.topk(sims, min(topn, len(self) - len(set(query))))
-        return [(self.index_to_key[i], float(s)) for s, i in zip(best.values.tolist(), best.indices.tolist())]
-
-    def embed_sentence(self, tokens: Sequence[str]) -> torch.Tensor:
-        """The course's common interface: [1, len(tokens), dim], one static vector per word (zeros if unknown)."""
-        out = self.vectors.new_zeros(1, len(tokens), self.vector_size)
-        known = [(k, self.key_to_index[w]) for k, w in enumerate(tokens) if w in self.key_to_index]
-        if known:
-            where, rows = zip(*known)
-            out[0, list(where)] = self.vectors[list(rows)]
-        return out
-
-
 # --- the model -------------------------------------------------------------------------------------------------
 
 
@@ -299,54 +232,6 @@ class Word2VecModel(nn.Module):
         return loss.item()
 
 
-class TrainedVectors:
-    """What Word2Vec and GloVe share: a vocabulary, a torch module, a config dataclass and a loss history, with
-    ``wv``, ``embed_sentence`` and safetensors save/load. Subclasses name their config and build their module."""
-
-    config_class: type
-    vocab: Vocab
-    model: nn.Module
-    loss_history: list[float]
-
-    @staticmethod
-    def build_model(config, vocab_size: int) -> nn.Module:
-        raise NotImplementedError
-
-    def word_vectors(self) -> torch.Tensor:
-        """[len(vocab), dim]: the vectors ``wv`` shows, special tokens included."""
-        raise NotImplementedError
-
-    @property
-    def wv(self) -> KeyedVectors:
-        first = len(Vocab.SPECIALS)  # the special tokens never occur in training text
-        return KeyedVectors(self.vocab.itos[first:], self.word_vectors().detach()[first:])
-
-    def embed_sentence(self, tokens: Sequence[str]) -> torch.Tensor:
-        """[1, len(tokens), dim]: the static vectors (zeros for unknown words)."""
-        return self.wv.embed_sentence(tokens)
-
-    def save(self, path: str | Path) -> Path:
-        extra = {"vocab": self.vocab.to_json(), "loss_history": self.loss_history}
-        return save_checkpoint(path, self.model, self.config, extra)
-
-    @classmethod
-    def load(cls, path: str | Path, device: str | torch.device | None = None):
-        self = cls.__new__(cls)
-
-        def build(config: dict, extra: dict) -> nn.Module:
-            self.config = cls.config_class(**config)
-            self.vocab = Vocab.from_json(extra["vocab"])
-            self.loss_history = list(extra["loss_history"])
-            return cls.build_model(self.config, len(self.vocab))
-
-        self.model = load_checkpoint(path, build, device)
-        self.device = resolve(device)
-        return self
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in asdict(self.config).items())})"
-
-
 class Word2Vec(TrainedVectors):
     """Train word vectors on an iterable of token lists, with gensim's arguments and attributes.
 
@@ -366,8 +251,9 @@ class Word2Vec(TrainedVectors):
                  negative: int = 5, sg: int = 1, min_count: int = 5, sample: float = 1e-3, epochs: int = 5,
                  alpha: float = 0.025, seed: int = 0, device: str | torch.device | None = None, workers: int = 1, *,
                  min_alpha: float = 1e-4, batch_size: int = 1024, progress: bool = True, autograd: bool = False):
-        self.config = Word2VecConfig(vector_size, window, negative, sg, min_count, sample, epochs, alpha,
-                                     min_alpha, batch_size, seed)
+        self.config = Word2VecConfig(vector_size=vector_size, window=window, negative=negative, sg=sg,
+                                     min_count=min_count, sample=sample, epochs=epochs, alpha=alpha,
+                                     min_alpha=min_alpha, batch_size=batch_size, seed=seed)
         self.device = resolve(device)
         self.loss_history = []
         if sentences is not None:
@@ -460,102 +346,3 @@ class Word2Vec(TrainedVectors):
             centers, contexts = skipgram_pairs(ids, sentence, self.config.window, generator)
             return centers, None, contexts
         return cbow_examples(ids, sentence, self.config.window, generator)
-
-
-# --- similarity and analogy tests ------------------------------------------------------------------------------
-
-# Toy-world categories for the word tests: lexicon slots whose words are one kind of thing, without the words that
-# also belong to another slot or to a polysemous word's senses (cat is an animal and a pet; march is also a verb).
-TEST_CATEGORIES = ("animal", "food", "fruit", "device", "room", "wild", "city", "color", "job", "workplace",
-                   "vehicle", "instrument", "game", "tree", "metal", "number", "name")
-
-
-def toyworld_categories() -> dict[str, list[str]]:
-    """Category -> words, from the toy world's lexicon; each word in exactly one category."""
-    seen: dict[str, int] = {}
-    for _, words in LEXICON.values():
-        for w in set(words):
-            seen[w] = seen.get(w, 0) + 1
-    return {c: [w for w in LEXICON[c][1] if seen[w] == 1] for c in TEST_CATEGORIES}
-
-
-def similarity_triples(categories: dict[str, list[str]], n: int = 1000, seed: int = 0) -> list[tuple[str, str, str]]:
-    """(word, same-category word, other-category word): a model passes a triple when the first pair is closer."""
-    rng = random.Random(seed)
-    names = sorted(categories)
-    out = []
-    for _ in range(n):
-        same, other = rng.sample(names, 2)
-        a, b = rng.sample(categories[same], 2)
-        out.append((a, b, rng.choice(categories[other])))
-    return out
-
-
-def category_analogies(categories: dict[str, list[str]], n: int = 1000,
-                       seed: int = 0) -> list[tuple[str, str, str, frozenset[str]]]:
-    """Category offsets: questions a : b :: c : ? with a and c of one category and b of another, where any other
-    word of b's category is right.
-
-    They have the form of analogies but test categories, not relations: the toy world has no relations such as
-    capital-of, and since a and c share a category, b - a + c stays near b, so 3CosAdd wins with one of b's
-    neighbours. The score measures how tightly categories cluster, as ``neighbour_purity`` does; WordNet's
-    plurals (``wordnet_word_tests``) are the course's analogies that test a relation."""
-    rng = random.Random(seed)
-    names = sorted(categories)
-    out = []
-    for _ in range(n):
-        x, y = rng.sample(names, 2)
-        a, c = rng.sample(categories[x], 2)
-        b = rng.choice(categories[y])
-        out.append((a, b, c, frozenset(categories[y]) - {b}))
-    return out
-
-
-def similarity_accuracy(wv: KeyedVectors, triples: Iterable[tuple[str, str, str]]) -> float:
-    """Share of (a, b, c) with similarity(a, b) > similarity(a, c); triples with unknown words are skipped."""
-    scored = [wv.similarity(a, b) > wv.similarity(a, c) for a, b, c in triples if a in wv and b in wv and c in wv]
-    return sum(scored) / max(len(scored), 1)
-
-
-def analogy_accuracy(wv: KeyedVectors, questions: Iterable[tuple[str, str, str, Iterable[str]]]) -> float:
-    """Share of a : b :: c : ? whose 3CosAdd answer (query words excluded) is among the right ones."""
-    scored = [wv.most_similar(positive=[b, c], negative=[a], topn=1)[0][0] in set(answers)
-              for a, b, c, answers in questions if a in wv and b in wv and c in wv]
-    return sum(scored) / max(len(scored), 1)
-
-
-def neighbour_purity(wv: KeyedVectors, categories: dict[str, list[str]], topn: int = 5) -> float:
-    """Mean share of a word's ``topn`` nearest neighbours (in the whole vocabulary) from its own category."""
-    shares = []
-    for words in categories.values():
-        members = set(words)
-        for w in words:
-            if w in wv:
-                shares.append(sum(n in members for n, _ in wv.most_similar(w, topn=topn)) / topn)
-    return sum(shares) / max(len(shares), 1)
-
-
-def wordnet_word_tests(wv: KeyedVectors, min_count_rank: int = 5000, n: int = 500, seed: int = 0):
-    """Similarity triples and analogies from WordNet for words ``wv`` knows (among its ``min_count_rank`` most
-    frequent): synonyms (two one-word lemmas of a synset) should be closer than a random word, and regular plurals
-    (noun -> noun + "s") make analogy questions. Returns (triples, analogies); needs WordNet installed."""
-    from .data import WordNet
-
-    rng = random.Random(seed)
-    known = set(wv.index_to_key[:min_count_rank])
-    synsets = WordNet().synsets
-    synonyms = sorted({tuple(sorted(p)) for s in synsets for p in _pairs(s.lemmas) if set(p) <= known})
-    pool = sorted(known)
-    triples = [(a, b, rng.choice(pool)) for a, b in rng.sample(synonyms, min(n, len(synonyms)))]
-    nouns = sorted({lemma for s in synsets if s.pos == "n" for lemma in s.lemmas
-                    if lemma in known and lemma + "s" in known and len(lemma) > 2})
-    analogies = []
-    for _ in range(n if len(nouns) > 1 else 0):
-        a, c = rng.sample(nouns, 2)
-        analogies.append((a, a + "s", c, frozenset({c + "s"})))
-    return triples, analogies
-
-
-def _pairs(lemmas: Sequence[str]) -> list[tuple[str, str]]:
-    words = sorted({w for w in lemmas if " " not in w and "-" not in w})
-    return [(a, b) for i, a in enumerate(words) for b in words[i + 1 :]]
