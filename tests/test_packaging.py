@@ -74,3 +74,19 @@ def test_grader_is_a_distribution_of_its_own(tmp_path):
     for module in ("sandbox", "runner", "wire", "proxy", "harness", "pipeline", "downloads", "__main__"):
         assert f"word2bert_grader/{module}.py" in names, module
     assert not any(n.startswith("word2bert/") for n in names)
+
+
+def test_importing_the_library_leaves_the_warning_filters_alone():
+    """A library that silences a warning does it around its own call, never for the program that imports it."""
+    code = """
+import importlib, pkgutil, warnings
+import torch, word2bert
+before = list(warnings.filters)
+modules = [m.name for m in pkgutil.walk_packages(word2bert.__path__, "word2bert.")]
+for name in modules:
+    importlib.import_module(name)
+changed = [f for f in warnings.filters if f not in before]
+assert len(modules) > 20 and not changed, changed or modules
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]

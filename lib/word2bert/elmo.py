@@ -42,10 +42,6 @@ CHECKPOINT = Path(__file__).parent / "checkpoints" / "elmo.safetensors"
 BOS_CHAR, EOS_CHAR, BOW_CHAR, EOW_CHAR = 256, 257, 258, 259
 NUM_CHARS = 261
 
-# PyTorch warns on every call that its oneDNN kernels lack LSTM projections; the default kernel is correct.
-warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
-
-
 @dataclass
 class ElmoConfig:
     """Defaults are the paper's model; ``train_elmo`` uses a tiny one."""
@@ -189,7 +185,9 @@ class LanguageModel(nn.Module):
         """x: [B, T, dim] in reading order -> the output of every layer, [B, T, dim] each."""
         outputs = []
         for i, lstm in enumerate(self.layers):
-            h, _ = lstm(self.dropout(x))
+            with warnings.catch_warnings():  # PyTorch warns on every call that its oneDNN kernels lack LSTM
+                warnings.filterwarnings("ignore", message="LSTM with projections")  # projections; the default is right
+                h, _ = lstm(self.dropout(x))
             x = h if i == 0 else x + h
             outputs.append(x)
         return outputs
