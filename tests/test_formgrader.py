@@ -323,3 +323,16 @@ def test_a_graded_submission_shows_its_scores_and_feedback(signed_in, lab, cours
         assert "NotImplementedError" in text
         screenshot(driver, "formgrader-feedback.png")
     assert not severe(driver)
+
+
+def test_the_graded_copy_shows_test_cells_as_the_grader_ran_them(course):
+    """A test cell of the instructor's copy (what formgrader shows) carries the grader's verdict only, not the
+    sandbox's run of its visible half (which has no course library: an ImportError, misleading there)."""
+    for student in STUDENTS:
+        nb = nbformat.read(str(course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), as_version=4)
+        tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and
+                 not c.metadata["nbgrader"].get("solution")]
+        assert tests, "the graded copy keeps the test cells"
+        for cell in tests:
+            text = json.dumps(cell.get("outputs", []))
+            assert "not available while grading" not in text, (student, cell.metadata["nbgrader"]["grade_id"])
