@@ -54,4 +54,9 @@ def test_finetuning_runs_on_the_gpu():
     for task in ft.TASKS:
         result = ft.finetune(task, encoder, config, device=DEVICE, keep_model=True)
         assert next(result.model.parameters()).device.type == "cuda"
-        assert 0.0 <= result.metrics[ft.METRICS[task]] <= 1.0 and all(math.isfinite(x) for x in result.losses)
+        assert all(math.isfinite(x) for x in result.losses), (task, result.losses)
+        # ten steps from the pre-trained encoder: the second half's mean loss is below the first step's (on the
+        # CPU: sentiment 0.68 against 0.76, NLI 0.98 against 1.24, POS and QA far below); a run whose steps
+        # never reach the GPU's parameters, or diverge, stays at or above its start
+        late = result.losses[len(result.losses) // 2 :]
+        assert sum(late) / len(late) < result.losses[0], (task, result.losses)

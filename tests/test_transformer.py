@@ -47,11 +47,21 @@ def test_causal_mask_is_lower_triangular_and_aligned_to_the_last_keys():
 
 def test_fully_masked_rows_give_no_nan():
     q, k, v = torch.randn(1, 1, 3, 8), torch.randn(1, 1, 3, 8), torch.randn(1, 1, 3, 8)
-    mask = torch.tensor(
-        [False, True, True]
-    )  # query 0 under a causal mask sees only the masked key 0
+    mask = torch.tensor([False, True, True])  # query 0 under a causal mask sees only the masked key 0
     out = attention(q, k, v, mask, causal=True)
     assert torch.isfinite(out).all()
+
+
+def test_a_fully_masked_row_attends_uniformly():
+    """What attention_weights promises for a query with every key masked: equal weights, not NaN."""
+    q, k = torch.randn(2, 4, 8) * 10, torch.randn(2, 5, 8) * 10
+    mask = torch.ones(2, 4, 5, dtype=torch.bool)
+    mask[0, 1] = False  # every key of query 1 in the first batch
+    mask[1, :, 3:] = False  # keys 3-4 for every query of the second
+    weights = attention_weights(q, k, mask)
+    assert torch.allclose(weights[0, 1], torch.full((5,), 0.2))
+    assert torch.equal(weights[1, :, 3:], torch.zeros(4, 2)), "masked keys get no weight"
+    assert torch.allclose(weights.sum(-1), torch.ones(2, 4))
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+import torch.nn as nn
 
 from word2bert import evaluation
 from word2bert import word2vec as w2v
@@ -175,6 +176,29 @@ def test_written_out_gradient_gives_the_vectors_autograd_gives(sg):
     torch.testing.assert_close(fast.wv.vectors, plain.wv.vectors, rtol=0, atol=2e-5)
     torch.testing.assert_close(fast.model.output_vectors.weight, plain.model.output_vectors.weight, rtol=0, atol=2e-5)
     assert fast.loss_history == pytest.approx(plain.loss_history, rel=1e-5)
+
+
+def test_cbow_takes_the_context_mean_forward_and_gives_each_context_word_the_full_error():
+    """The C code's CBOW: h is the mean of the context vectors, but every context word moves by the error of h
+    itself, not by that error over the context size (what plain autograd of a mean would give)."""
+    torch.manual_seed(0)
+    model = w2v.Word2VecModel(10, 6)
+    nn.init.normal_(model.output_vectors.weight)
+    inputs = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0]])
+    mask = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    targets, noise = torch.tensor([6, 7]), torch.tensor([[8, 9], [9, 8]])
+    loss = model(inputs, targets, noise, mask)
+    rows = model.input_vectors.weight
+    hidden = torch.stack([rows[[1, 2, 3]].mean(0), rows[[4, 5]].mean(0)]).detach().requires_grad_()
+    expected = w2v.negative_sampling_loss(hidden, model.output_vectors(targets), model.output_vectors(noise))
+    torch.testing.assert_close(loss, expected)  # the mean goes forward
+    loss.backward()
+    expected.backward()
+    grad = model.input_vectors.weight.grad.to_dense()
+    for example, words in enumerate([[1, 2, 3], [4, 5]]):
+        for w in words:  # the full error of h, once per context word
+            torch.testing.assert_close(grad[w], hidden.grad[example])
+    assert grad[0].abs().sum() == 0, "a padded slot of the context gets nothing"
 
 
 def test_worker_threads_learn_as_one_worker_does():
