@@ -71,9 +71,7 @@ class BPETokenizer:
         for a, b in self.merges:
             tokens.append(a + b)
         self.token_to_id: dict[str, int] = {}
-        for (
-            t
-        ) in tokens:  # a merge can rebuild a string an earlier merge made: it keeps its first id
+        for t in tokens:  # a merge can rebuild a string an earlier merge made: it keeps its first id
             self.token_to_id.setdefault(t, len(self.token_to_id))
         self.id_to_token = {i: t for t, i in self.token_to_id.items()}
         self.ranks = {pair: rank for rank, pair in reversed(list(enumerate(self.merges)))}
@@ -223,9 +221,7 @@ def learn_merges(
         if -neg < max(1, min_frequency):
             break
         new = join(tokens[pair[0]], tokens[pair[1]])
-        if (
-            new not in token_to_id
-        ):  # a merge can rebuild a symbol an earlier merge made: it keeps its id
+        if new not in token_to_id:  # a merge can rebuild a symbol an earlier merge made: it keeps its id
             token_to_id[new] = len(tokens)
             tokens.append(new)
             bar.update()

@@ -49,9 +49,10 @@ class ElmoConfig:
     vocab_size: int = 793471  # output words (the 1B Word Benchmark's vocabulary)
     max_characters: int = 50  # per word, markers included
     char_dim: int = 16
+    # (width, number of filters)
     filters: list[tuple[int, int]] = field(
         default_factory=lambda: [(1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024)]
-    )  # (width, number of filters)
+    )
     n_highway: int = 2
     dim: int = 512  # token vectors and LSTM outputs (the projection)
     cell_dim: int = 4096  # LSTM memory cells; equal to dim: a plain LSTM without projection

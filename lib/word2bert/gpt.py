@@ -52,9 +52,7 @@ class Block(nn.Module):
         if self.post_ln:  # GPT-1 (and the original Transformer): normalise the sum
             x = self.ln_1(x + self.attn(x, mask, cache))
             return self.ln_2(x + self.mlp(x))
-        x = x + self.attn(
-            self.ln_1(x), mask, cache
-        )  # GPT-2: normalise the input, keep the residual path clean
+        x = x + self.attn(self.ln_1(x), mask, cache)  # GPT-2: normalise the input, keep the residual path clean
         return x + self.mlp(self.ln_2(x))
 
 
@@ -200,9 +198,7 @@ def sample_next(
         # Nucleus sampling (Holtzman et al. 2020): the fewest most likely tokens whose probability reaches top_p.
         sorted_logits, order = logits.sort(dim=-1, descending=True)
         cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
-        drop_sorted = (
-            cumulative - sorted_logits.softmax(dim=-1) >= top_p
-        )  # mass before this token already enough
+        drop_sorted = cumulative - sorted_logits.softmax(dim=-1) >= top_p  # mass before this token already enough
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         logits = logits.masked_fill(drop, float("-inf"))
     probs = logits.float().softmax(dim=-1)

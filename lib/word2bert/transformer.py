@@ -80,9 +80,7 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.n_heads, self.causal, self.dropout = n_heads, causal, dropout
         self.fast = True  # scaled_dot_product_attention; False runs the plain `attention` above
-        self.w_qkv = nn.Linear(
-            d_model, 3 * d_model
-        )  # W^Q, W^K, W^V of every head, stacked: one matmul
+        self.w_qkv = nn.Linear(d_model, 3 * d_model)  # W^Q, W^K, W^V of every head, stacked: one matmul
         self.w_o = nn.Linear(d_model, d_model)
         self.resid_dropout = nn.Dropout(dropout)
 

@@ -84,9 +84,7 @@ class Encoding:
     input_ids: list[int]
     token_type_ids: list[int]  # the segment: 0 for [CLS] A [SEP], 1 for B [SEP]
     special_tokens_mask: list[int]  # 1 for [CLS] and [SEP]
-    word_ids: list[int | None] = field(
-        default_factory=list
-    )  # the word of each piece, per sentence; None for specials
+    word_ids: list[int | None] = field(default_factory=list)  # the word of each piece; None for specials
 
 
 class WordPieceTokenizer:
