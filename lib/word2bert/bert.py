@@ -40,11 +40,13 @@ class BertConfig:
 
     @classmethod
     def base(cls) -> BertConfig:
-        return cls(30522, 768, 12, 12, 3072, 512)
+        return cls(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                   intermediate_size=3072, max_position_embeddings=512)
 
     @classmethod
     def large(cls) -> BertConfig:
-        return cls(30522, 1024, 24, 16, 4096, 512)
+        return cls(vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                   intermediate_size=4096, max_position_embeddings=512)
 
 
 @dataclass
@@ -209,8 +211,10 @@ def from_hf(model) -> Bert | BertForPreTraining:
     if c.hidden_act != "gelu":
         raise ValueError(f"BERT uses the exact GELU; this model uses {c.hidden_act!r}")
     config = BertConfig(
-        c.vocab_size, c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.intermediate_size,
-        c.max_position_embeddings, c.type_vocab_size, c.hidden_dropout_prob, c.layer_norm_eps,
+        vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_hidden_layers=c.num_hidden_layers,
+        num_attention_heads=c.num_attention_heads, intermediate_size=c.intermediate_size,
+        max_position_embeddings=c.max_position_embeddings, type_vocab_size=c.type_vocab_size,
+        dropout=c.hidden_dropout_prob, layer_norm_eps=c.layer_norm_eps,
     )  # fmt: skip
     pretraining = hasattr(model, "cls")
     hf_bert = model.bert if pretraining else model

@@ -96,8 +96,9 @@ class GloVe(TrainedVectors):
                  min_count: int = 5, x_max: float = 100.0, alpha: float = 0.75, epochs: int = 25,
                  learning_rate: float = 0.05, seed: int = 0, device: str | torch.device | None = None, *,
                  batch_size: int = 4096, progress: bool = True):
-        self.config = GloVeConfig(vector_size, window, min_count, x_max, alpha, epochs, learning_rate, batch_size,
-                                  seed)
+        self.config = GloVeConfig(vector_size=vector_size, window=window, min_count=min_count, x_max=x_max,
+                                  alpha=alpha, epochs=epochs, learning_rate=learning_rate, batch_size=batch_size,
+                                  seed=seed)
         self.device = resolve(device)
         self.loss_history = []
         if sentences is not None:

@@ -426,8 +426,8 @@ def pretrain(
         raise ValueError(f"{len(instances)} instances make no batch of {config.batch_size}")
     optimizer, scheduler = make_optimizer(
         model,
-        TrainConfig(config.steps, config.lr, config.weight_decay, warmup_steps=config.warmup_steps,
-                    schedule="linear", grad_clip=config.grad_clip),
+        TrainConfig(steps=config.steps, lr=config.lr, weight_decay=config.weight_decay,
+                    warmup_steps=config.warmup_steps, schedule="linear", grad_clip=config.grad_clip),
     )
     evaluation = eval_batches(list(eval_instances), tokenizer, mlm_probability=config.mlm_probability)
     result = PretrainResult(losses=[], world_size=world_size)
