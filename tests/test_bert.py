@@ -1,5 +1,7 @@
 """Our BERT against Hugging Face's (same weights, same outputs), parameter counts, pre-training, checkpoints."""
 
+import re
+
 import pytest
 import torch
 from transformers import BertConfig as HFBertConfig
@@ -186,3 +188,23 @@ def test_embed_sentence_pools_pieces_drops_specials_and_sees_both_sides(trained)
     torch.testing.assert_close(
         model.embed_sentence(["the", "toe"])[:, 1], states[:, pieces].mean(dim=1)
     )
+
+
+def test_a_conversion_that_does_not_fit_is_refused_before_anything_is_copied():
+    """from_hf's last step: every name of ours filled, nothing of theirs left over, every shape the same."""
+    from word2bert.checkpoint import load_converted
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.LayerNorm(2))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    good = {k: torch.randn_like(v) for k, v in before.items()}
+    cases = {
+        "missing ['1.bias']": {k: v for k, v in good.items() if k != "1.bias"},
+        "not ours ['2.weight']": {**good, "2.weight": torch.ones(2)},
+        "0.weight: (3, 2) for our (2, 3)": {**good, "0.weight": torch.ones(3, 2)},
+    }
+    for message, state in cases.items():
+        with pytest.raises(ValueError, match=re.escape(message)):
+            load_converted(model, state, "a test state")
+        assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items()), "nothing copied"
+    load_converted(model, good, "a test state")
+    assert all(torch.equal(v, good[k]) for k, v in model.state_dict().items())

@@ -9,6 +9,7 @@ a bias, and the NSP classifier on the pooled output. ``from_hf`` loads Hugging F
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, load_converted, save_checkpoint
 from .embedding import mean_pool_pieces
 from .transformer import FeedForward, MultiHeadSelfAttention, init_weights, padding_mask
 from .wordpiece import WordPieceTokenizer
@@ -221,33 +222,35 @@ def from_hf(model) -> Bert | BertForPreTraining:
     if hf_bert.pooler is None:
         raise ValueError("the Hugging Face model has no pooler (add_pooling_layer=False)")
     ours = BertForPreTraining(config) if pretraining else Bert(config)
-    bert = ours.bert if pretraining else ours
+    state = {}
+    for name, tensor in model.state_dict().items():
+        if name.endswith("predictions.decoder.bias"):
+            continue  # the same tensor as predictions.bias
+        for hf, our in HF_NAMES:
+            name = re.sub(hf, our, name)
+        state[name] = tensor
+    for prefix in {k.rsplit("attn.", 1)[0] for k in state if ".attn.query." in k}:
+        for kind in ("weight", "bias"):  # W^Q, W^K, W^V stacked, as MultiHeadSelfAttention keeps them
+            state[f"{prefix}attn.w_qkv.{kind}"] = torch.cat([state.pop(f"{prefix}attn.{p}.{kind}")
+                                                           for p in ("query", "key", "value")])
+    return load_converted(ours, state, f"the Hugging Face {type(model).__name__}").to(model.device)
 
-    def copy(dst: nn.Module, src: nn.Module) -> None:
-        dst.load_state_dict(src.state_dict())
 
-    e, he = bert.embeddings, hf_bert.embeddings
-    for name in ("word_embeddings", "position_embeddings", "token_type_embeddings"):
-        copy(getattr(e, name), getattr(he, name))
-    copy(e.layer_norm, he.LayerNorm)
-    with torch.no_grad():
-        for layer, hl in zip(bert.layers, hf_bert.encoder.layer):
-            s = hl.attention.self
-            layer.attn.w_qkv.weight.copy_(torch.cat([s.query.weight, s.key.weight, s.value.weight]))
-            layer.attn.w_qkv.bias.copy_(torch.cat([s.query.bias, s.key.bias, s.value.bias]))
-            copy(layer.attn.w_o, hl.attention.output.dense)
-            copy(layer.ln_1, hl.attention.output.LayerNorm)
-            copy(layer.ffn.w_1, hl.intermediate.dense)
-            copy(layer.ffn.w_2, hl.output.dense)
-            copy(layer.ln_2, hl.output.LayerNorm)
-        copy(bert.pooler, hf_bert.pooler.dense)
-        if pretraining:
-            p = model.cls.predictions
-            copy(ours.mlm.dense, p.transform.dense)
-            copy(ours.mlm.layer_norm, p.transform.LayerNorm)
-            ours.mlm.bias.copy_(p.bias)
-            copy(ours.nsp, model.cls.seq_relationship)
-    return ours.to(model.device)
+# Hugging Face's BERT names -> ours, applied in order (query, key and value are stacked afterwards)
+HF_NAMES = [
+    (r"embeddings\.LayerNorm", "embeddings.layer_norm"),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.", r"layers.\1.attn."),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.dense", r"layers.\1.attn.w_o"),
+    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm", r"layers.\1.ln_1"),
+    (r"encoder\.layer\.(\d+)\.intermediate\.dense", r"layers.\1.ffn.w_1"),
+    (r"encoder\.layer\.(\d+)\.output\.dense", r"layers.\1.ffn.w_2"),
+    (r"encoder\.layer\.(\d+)\.output\.LayerNorm", r"layers.\1.ln_2"),
+    (r"pooler\.dense", "pooler"),
+    (r"^cls\.predictions\.transform\.LayerNorm", "mlm.layer_norm"),
+    (r"^cls\.predictions\.transform\.dense", "mlm.dense"),
+    (r"^cls\.predictions\.", "mlm."),
+    (r"^cls\.seq_relationship", "nsp"),
+]
 
 
 def save(model: BertForPreTraining, path: str | Path) -> Path:

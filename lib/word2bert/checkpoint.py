@@ -47,3 +47,18 @@ def load_checkpoint(
     model = build(config, extra)
     load_model(model, str(path), strict=True, device=str(resolve(device)))
     return model.to(resolve(device)).eval()
+
+
+def load_converted(model: M, state: dict[str, torch.Tensor], source: str) -> M:
+    """Copy ``state`` (another library's weights, renamed to ours) into ``model``, after checking, as nanoGPT's
+    ``from_pretrained`` does, that both hold the same names with the same shapes: a conversion must fill every
+    weight of ours and leave nothing of theirs behind."""
+    ours = model.state_dict()
+    missing, unexpected = sorted(ours.keys() - state.keys()), sorted(state.keys() - ours.keys())
+    shapes = [f"{k}: {tuple(state[k].shape)} for our {tuple(ours[k].shape)}"
+              for k in sorted(ours.keys() & state.keys()) if state[k].shape != ours[k].shape]
+    if missing or unexpected or shapes:
+        raise ValueError(f"{source} does not fit our model: missing {missing}, not ours {unexpected}, "
+                         f"other shapes {shapes}")
+    model.load_state_dict(state, strict=True)
+    return model

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .bpe import BPETokenizer
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, load_converted, save_checkpoint
 from .embedding import mean_pool_pieces
 from .transformer import FeedForward, KVCache, MultiHeadSelfAttention, init_weights, padding_mask
 
@@ -242,8 +242,7 @@ def from_hf(model) -> GPT:
                 break
         state[name] = tensor
     state["lm_head.weight"] = state["wte.weight"]
-    ours.load_state_dict(state, strict=True)
-    return ours.to(model.device)
+    return load_converted(ours, state, "the Hugging Face GPT2LMHeadModel").to(model.device)
 
 
 def save(model: GPT, path: str | Path) -> Path:
