@@ -199,6 +199,7 @@ def faulty(kind: str, a: str, rng: random.Random):
     return None, rng.choice(['{"cells": [', "\x00\x01 not a notebook", ""])
 
 
+@pytest.mark.timeout(2700)  # about 25 minutes on 2 cores beside the rest of the suite
 def test_load_300_submissions_with_a_fifth_faulty(cluster, tmp_path):
     """300 generated submissions across the five assignments; every row present, honest work in full."""
     address, _ = cluster
