@@ -176,6 +176,28 @@ def test_collator_batch_segments_and_dynamic_masking(tokenizer):
     assert not torch.equal(collate(instances)["labels"], batch["labels"]), "each batch draws new masks"
 
 
+def test_the_training_objective_is_the_models_own_loss(tokenizer):
+    """PretrainingObjective runs the MLM head on the masked positions only; its loss and logits must be
+    BertForPreTraining's own (every position, then the masked ones picked), or training optimises another loss."""
+    from word2bert.bert import BertConfig, BertForPreTraining
+    from word2bert.pretraining import PretrainingObjective
+
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=32, num_hidden_layers=2,
+                                          num_attention_heads=2, intermediate_size=64)).eval()
+    a = tokenizer.encode_words("the cat sat on the mat".split()).input_ids[1:-1]
+    b = tokenizer.encode_words("playing happily".split()).input_ids[1:-1]
+    batch = PretrainingCollator(tokenizer, mlm_probability=0.3, seed=1)(
+        [PretrainingInstance(a, b, False), PretrainingInstance(b, a[:3], True)] * 4)
+    assert (batch["labels"] != -100).any() and (batch["attention_mask"] == 0).any()
+    loss, mlm_logits, nsp_logits = PretrainingObjective(model)(**batch)
+    out = model(**batch)
+    chosen = batch["labels"] != -100
+    torch.testing.assert_close(loss, out.loss)
+    torch.testing.assert_close(mlm_logits, out.prediction_logits[chosen])
+    torch.testing.assert_close(nsp_logits, out.seq_relationship_logits)
+
+
 def run_script(args, n_proc, tmp_path):
     """The pre-training script on a tiny config, on the CPU, with ``n_proc`` processes (torchrun when > 1)."""
     metrics = tmp_path / f"metrics{n_proc}.json"

@@ -771,8 +771,3 @@ class ToyWorld:
         words = {w for _, ws in LEXICON.values() for w in ws} | set(TAGS)
         return words
 
-
-def iter_tokens(documents: list[list[list[str]]]) -> Iterator[str]:
-    for doc in documents:
-        for sentence in doc:
-            yield from sentence
