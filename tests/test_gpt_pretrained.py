@@ -54,8 +54,8 @@ def test_checkpoint_gives_the_held_out_loss_of_its_card(model, card):
         int, re.search(r"pretraining_documents\((\d+), wordnet_fraction=[\d.]+, seed=(\d+)\)", card).groups()
     )
     reported = float(re.search(r"Held-out templates: loss ([\d.]+)", card).group(1))
-    stream = train_gpt.token_stream(model.tokenizer, train_gpt.held_out_templates(num_tokens, seed))
-    loss = train_gpt.evaluate(model, train_gpt.windows(stream, model.config.block_size), 64, torch.device("cpu"))
+    stream = gpt.token_stream(model.tokenizer, train_gpt.held_out_templates(num_tokens, seed))
+    loss = gpt.evaluate(model, gpt.windows(stream, model.config.block_size), 64, torch.device("cpu"))
     assert loss == pytest.approx(reported, abs=2e-3)
 
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .bpe import BPETokenizer
+from .bpe import ENDOFTEXT, BPETokenizer
 from .checkpoint import load_checkpoint, load_converted, save_checkpoint
 from .embedding import mean_pool_pieces
 from .transformer import FeedForward, KVCache, MultiHeadSelfAttention, init_weights, padding_mask
@@ -207,6 +207,43 @@ def sample_next(
     ):  # draw where the generator lives, so a seed gives the same tokens on any device
         probs = probs.to(generator.device)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1).to(logits.device)
+
+
+# --- language-model data: documents as one token stream, cut into windows --------------------------------
+
+
+def document_text(document: list[list[str]]) -> str:
+    """A tokenised document as plain text: words joined by spaces."""
+    return " ".join(" ".join(sentence) for sentence in document)
+
+
+def token_stream(tokenizer: BPETokenizer, documents: list[list[list[str]]]) -> torch.Tensor:
+    """All documents as one stream of token ids, each followed by ``<|endoftext|>``."""
+    eot = tokenizer.token_to_id[ENDOFTEXT]
+    ids: list[int] = []
+    for document in documents:
+        ids += tokenizer.encode(document_text(document))
+        ids.append(eot)
+    return torch.tensor(ids)
+
+
+def windows(stream: torch.Tensor, block_size: int) -> torch.Tensor:
+    """[N, block_size]: the stream cut into consecutive windows (the remainder dropped)."""
+    n = len(stream) // block_size
+    if n == 0:
+        raise ValueError(f"{len(stream)} tokens make no window of block_size={block_size}")
+    return stream[: n * block_size].view(n, block_size)
+
+
+@torch.no_grad()
+def evaluate(model: GPT, data: torch.Tensor, batch_size: int, device: torch.device) -> float:
+    """Mean next-token cross-entropy over the windows in ``data`` (every predicted token counts once)."""
+    model.eval()
+    total = 0.0
+    for i in range(0, len(data), batch_size):
+        batch = data[i : i + batch_size].to(device)
+        total += model.loss(batch).item() * len(batch)
+    return total / len(data)
 
 
 def from_hf(model) -> GPT:

@@ -25,7 +25,7 @@ from word2bert import gpt
 from word2bert.bpe import ENDOFTEXT, BPETokenizer
 from word2bert.data import ToyWorld, pretraining_documents
 from word2bert.device import resolve, seed_everything
-from word2bert.gpt import GPT, GPTConfig
+from word2bert.gpt import GPT, GPTConfig, document_text, evaluate, token_stream, windows
 from word2bert.scripts.common import make_parser, save_card
 from word2bert.training import TrainConfig, train
 
@@ -51,43 +51,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def document_text(document: list[list[str]]) -> str:
-    """A tokenised document as plain text: words joined by spaces."""
-    return " ".join(" ".join(sentence) for sentence in document)
-
-
-def token_stream(tokenizer: BPETokenizer, documents: list[list[list[str]]]) -> torch.Tensor:
-    """All documents as one stream of token ids, each followed by ``<|endoftext|>``."""
-    eot = tokenizer.token_to_id[ENDOFTEXT]
-    ids: list[int] = []
-    for document in documents:
-        ids += tokenizer.encode(document_text(document))
-        ids.append(eot)
-    return torch.tensor(ids)
-
-
-def windows(stream: torch.Tensor, block_size: int) -> torch.Tensor:
-    """[N, block_size]: the stream cut into consecutive windows (the remainder dropped)."""
-    n = len(stream) // block_size
-    if n == 0:
-        raise ValueError(f"{len(stream)} tokens make no window of block_size={block_size}")
-    return stream[: n * block_size].view(n, block_size)
-
-
 def held_out_templates(num_tokens: int, seed: int) -> list[list[list[str]]]:
     """Toy-world documents written only from held-out templates: about 1% of ``num_tokens`` words."""
     return ToyWorld(seed).corpus(max(2000, num_tokens // 100), "heldout")
-
-
-@torch.no_grad()
-def evaluate(model: GPT, data: torch.Tensor, batch_size: int, device: torch.device) -> float:
-    """Mean next-token cross-entropy over the windows in ``data`` (every predicted token counts once)."""
-    model.eval()
-    total = 0.0
-    for i in range(0, len(data), batch_size):
-        batch = data[i : i + batch_size].to(device)
-        total += model.loss(batch).item() * len(batch)
-    return total / len(data)
 
 
 def main(argv: list[str] | None = None) -> dict:
