@@ -85,3 +85,14 @@ def build_book(book_dir: Path = BOOK_DIR) -> Path:
 def built_book() -> Path:
     """The built site, `_build/html`, built once per test run (see `build_book`)."""
     return build_book()
+
+
+def perturbed(model):
+    """A Hugging Face model for a parity test, in eval mode, with every weight (LayerNorm's too) redrawn from
+    N(0, 0.1): larger than the init, so a weight that ``from_hf`` maps wrongly shows in the outputs."""
+    import torch
+
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.1)
+    return model.eval()

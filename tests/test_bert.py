@@ -4,6 +4,7 @@ import re
 
 import pytest
 import torch
+from conftest import perturbed
 from transformers import BertConfig as HFBertConfig
 from transformers import BertForPreTraining as HFBertForPreTraining
 from transformers import BertModel as HFBertModel
@@ -27,13 +28,7 @@ def tiny_hf_config():
 @pytest.fixture(scope="module")
 def hf():
     torch.manual_seed(0)
-    model = HFBertForPreTraining(tiny_hf_config()).eval()
-    with (
-        torch.no_grad()
-    ):  # larger random weights than the init (LayerNorm too), so a wrong mapping shows
-        for p in model.parameters():
-            p.normal_(0.0, 0.1)
-    return model
+    return perturbed(HFBertForPreTraining(tiny_hf_config()))
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from conftest import perturbed
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from word2bert import gpt
@@ -28,13 +29,7 @@ def hf():
         eos_token_id=None,
         attn_implementation="eager",
     )
-    model = GPT2LMHeadModel(config).eval()
-    with (
-        torch.no_grad()
-    ):  # larger random weights than the init (LayerNorm too), so a wrong mapping shows
-        for p in model.parameters():
-            p.normal_(0.0, 0.1)
-    return model
+    return perturbed(GPT2LMHeadModel(config))
 
 
 @pytest.fixture(scope="module")
