@@ -65,24 +65,31 @@ def wait_for(condition, seconds: float, what: str) -> None:
         time.sleep(0.2)
 
 
+def start_worker(address: str, name: str, out) -> subprocess.Popen:
+    return subprocess.Popen([Path(sys.executable).parent / "dask", "worker", address, "--nthreads", "1",
+                             "--no-nanny", "--host", "127.0.0.1", "--no-dashboard", "--name", name],
+                            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def wait_for_workers(address: str, n: int) -> None:
+    from distributed import Client
+
+    with Client(address, timeout="60s") as client:
+        client.wait_for_workers(n, timeout=120)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """`dask scheduler` and two `dask worker` processes on 127.0.0.1, as an instructor starts them."""
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     log = tmp_path_factory.mktemp("dask") / "log"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    bin_dir = Path(sys.executable).parent
     with open(log, "w", encoding="utf-8") as out:
-        scheduler = subprocess.Popen([bin_dir / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                      "--no-dashboard"], stdout=out, stderr=subprocess.STDOUT, env=env)
-        workers = [subprocess.Popen([bin_dir / "dask", "worker", address, "--nthreads", "1", "--no-nanny",
-                                     "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{k}"],
-                                    stdout=out, stderr=subprocess.STDOUT, env=env) for k in range(2)]
-    from distributed import Client
-
-    with Client(address, timeout="60s") as client:
-        client.wait_for_workers(2, timeout=120)
+        scheduler = subprocess.Popen([Path(sys.executable).parent / "dask", "scheduler", "--host", "127.0.0.1",
+                                      "--port", str(port), "--no-dashboard"], stdout=out, stderr=subprocess.STDOUT,
+                                     env={**os.environ, "OMP_NUM_THREADS": "1"})
+        workers = [start_worker(address, f"w{k}", out) for k in range(2)]
+    wait_for_workers(address, 2)
     yield address, workers
     # Workers first, each to its end, then the scheduler: a worker asked to stop after its scheduler
     # has gone may wait for it for ever (Dask 2026.8, --no-nanny).
@@ -134,6 +141,10 @@ def test_a_worker_killed_mid_run_loses_nothing(cluster, tmp_path):
     assert all(r["status"] == "graded" and r["score"] == r["max_score"] for r in rows.values()), out[-2000:]
     left = [p for p in graders if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not left, f"processes of the killed worker still run: {[p.cmdline()[:3] for p in left]}"
+    # a new worker in its place, as an instructor would start one, so the tests after this have two again
+    workers[0].wait()
+    workers[0] = start_worker(address, "w0-again", subprocess.DEVNULL)
+    wait_for_workers(address, 2)
 
 
 OWNER = """
