@@ -24,8 +24,6 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
-from distributed.diagnostics.plugin import WorkerPlugin
-
 ATTEMPTS = 3  # deaths of the worker grading a submission before it is scored 0
 
 
@@ -110,23 +108,6 @@ def grade_in_fork(*task) -> dict:
     return failed(task, f"the grader's process died {ATTEMPTS} times while grading it")
 
 
-def close_pool() -> None:
-    global _POOL
-    if _POOL is not None:
-        _POOL.shutdown(wait=True, cancel_futures=True)
-        _POOL = None
-
-
-class ClosePool(WorkerPlugin):
-    """A Dask worker plugin: the worker's pool of graders stops with the worker. Without it a worker
-    asked to stop (SIGTERM) waits forever on the pool's idle processes."""
-
-    name = "word2bert-grader-pool"
-
-    def teardown(self, worker) -> None:
-        close_pool()
-
-
 def _grade_in_subprocess(task: tuple) -> dict:
     student, assignment, submission, source, settings = task
     payload = json.dumps({"task": [student, assignment, base64.b64encode(submission).decode(),
@@ -146,7 +127,6 @@ def cluster(tasks: list[tuple], scheduler: str) -> Iterator[dict]:
     from distributed.scheduler import KilledWorker
 
     with Client(scheduler, timeout="30s") as client:
-        client.register_plugin(ClosePool())
         futures = {client.submit(grade_in_fork, *task, pure=False, retries=0,
                                  key=f"grade-{task[0]}-{task[1]}-{i}"): task for i, task in enumerate(tasks)}
         for future in as_completed(futures):
