@@ -5,6 +5,8 @@ import math
 import pytest
 import torch
 from conftest import perturbed
+from safetensors import safe_open
+from safetensors.torch import save_file
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from word2bert import gpt
@@ -143,9 +145,10 @@ def test_gpt2_init_scales_the_residual_projections():
     torch.manual_seed(0)
     model = GPT(GPTConfig(n_layer=8, n_embd=256, n_head=4))
     assert model.lm_head.weight is model.wte.weight
-    assert model.h[0].attn.w_qkv.weight.std().item() == pytest.approx(0.02, rel=0.02)
-    assert model.h[0].attn.w_o.weight.std().item() == pytest.approx(0.02 / math.sqrt(16), rel=0.02)
-    assert model.h[3].mlp.w_2.weight.std().item() == pytest.approx(0.02 / math.sqrt(16), rel=0.02)
+    layers = model.layers
+    assert layers[0].attn.w_qkv.weight.std().item() == pytest.approx(0.02, rel=0.02)
+    assert layers[0].attn.w_o.weight.std().item() == pytest.approx(0.02 / math.sqrt(16), rel=0.02)
+    assert layers[3].ffn.w_2.weight.std().item() == pytest.approx(0.02 / math.sqrt(16), rel=0.02)
 
 
 def test_sampling_rules():
@@ -200,6 +203,19 @@ def test_checkpoint_round_trip(trained, tmp_path):
     torch.testing.assert_close(loaded(ids), model(ids), atol=0, rtol=0)
     assert loaded.tokenizer.token_to_id == model.tokenizer.token_to_id
     assert loaded.config == model.config
+
+
+def test_a_checkpoint_from_before_the_layer_rename_is_refused_by_name(trained, tmp_path):
+    model, _ = trained
+    path = gpt.save(model, tmp_path / "gpt.safetensors")
+    with safe_open(str(path), framework="pt") as f:
+        metadata = f.metadata()
+        old = {
+            k.replace("layers.", "h.").replace(".ffn.", ".mlp."): f.get_tensor(k) for k in f.keys()
+        }
+    save_file(old, str(path), metadata=metadata)
+    with pytest.raises(ValueError, match="predates the renaming"):
+        gpt.load(path)
 
 
 def test_embed_sentence_pools_pieces_and_sees_only_the_left_context(trained):

@@ -367,20 +367,21 @@ def transformer_block():
     fig, ax = canvas(110, 76, "A transformer block, two ways: LayerNorm before (pre-LN) or after (post-LN)")
     attn = "masked multi-head\nself-attention"
     ffn = "feed-forward network\n$d \\to 4d$, GELU, $4d \\to d$"
+    ffn_named = "feed-forward network (ffn)\n$d \\to 4d$, GELU, $4d \\to d$"
     pre = [("ln_1", "LayerNorm  (ln_1)", NORM, 3.6), ("attn", attn + "  (attn)", ATTN, 6),
-           ("+1", "", None, 0), ("ln_2", "LayerNorm  (ln_2)", NORM, 3.6), ("mlp", ffn, FFN, 6),
-           ("+2", "", None, 0)]
+           ("+1", "", None, 0), ("ln_2", "LayerNorm  (ln_2)", NORM, 3.6),
+           ("ffn", ffn_named, FFN, 6), ("+2", "", None, 0)]
     _block_column(ax, 32, pre, 19, [("ln_1", "+1"), ("ln_2", "+2")],
                   "pre-LN: GPT-2, word2bert's GPT",
                   "the residual path is never normalised;\na final LayerNorm after the last block")
     post = [("attn", attn, ATTN, 6), ("+1", "", None, 0), ("ln_1", "LayerNorm  (ln_1)", NORM, 3.6),
-            ("mlp", ffn, FFN, 6), ("+2", "", None, 0), ("ln_2", "LayerNorm  (ln_2)", NORM, 3.6)]
-    _block_column(ax, 84, post, 19, [("attn", "+1"), ("mlp", "+2")],
+            ("ffn", ffn, FFN, 6), ("+2", "", None, 0), ("ln_2", "LayerNorm  (ln_2)", NORM, 3.6)]
+    _block_column(ax, 84, post, 19, [("attn", "+1"), ("ffn", "+2")],
                   "post-LN: original transformer, GPT-1, BERT",
                   "every block hands on\nnormalised vectors")
     text(ax, 58, 62, "the model stacks $L$ blocks", size=9, color=MUTED)
     text(ax, 58, 37, "blue: residual\nconnections", size=8.5, color="#2b6cb0")
-    text(ax, 55, 2.5, "BERT's attention has no causal mask; BERT calls the feed-forward network ffn",
+    text(ax, 55, 2.5, "BERT's attention has no causal mask",
          size=8.5, color=MUTED)
     return fig
 

@@ -1,7 +1,8 @@
 """GPT: a decoder-only transformer language model (Radford et al. 2018, 2019), in the manner of nanoGPT.
 
-Token and learned position embeddings, a stack of blocks of causal multi-head self-attention and a GELU
-feed-forward network, a final LayerNorm, and an output layer that shares its weights with the token embedding.
+Token and learned position embeddings, a stack of layers (``layers``), each causal multi-head self-attention
+(``attn``) and a GELU feed-forward network (``ffn``), a final LayerNorm, and an output layer that shares its
+weights with the token embedding.
 GPT-2 puts LayerNorm before each sub-layer (pre-LN); ``GPTConfig(post_ln=True)`` gives GPT-1's block, with
 LayerNorm after each residual sum and no final LayerNorm. ``from_hf`` loads Hugging Face GPT-2 weights.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors import safe_open
 from torch import nn
 
 from .bpe import ENDOFTEXT, BPETokenizer
@@ -36,7 +38,9 @@ class GPTConfig:
     post_ln: bool = False  # True: GPT-1's post-LN block (and no final LayerNorm)
 
 
-class Block(nn.Module):
+class Layer(nn.Module):
+    """One transformer layer: GPT-2's pre-LN block, or GPT-1's post-LN block with ``post_ln``."""
+
     def __init__(self, config: GPTConfig):
         super().__init__()
         d = config.n_embd
@@ -44,16 +48,16 @@ class Block(nn.Module):
         self.ln_1 = nn.LayerNorm(d, eps=config.layer_norm_eps)
         self.attn = MultiHeadSelfAttention(d, config.n_head, config.dropout, causal=True)
         self.ln_2 = nn.LayerNorm(d, eps=config.layer_norm_eps)
-        self.mlp = FeedForward(d, 4 * d, config.dropout, approximate="tanh")
+        self.ffn = FeedForward(d, 4 * d, config.dropout, approximate="tanh")
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None
     ):
         if self.post_ln:  # GPT-1 (and the original Transformer): normalise the sum
             x = self.ln_1(x + self.attn(x, mask, cache))
-            return self.ln_2(x + self.mlp(x))
+            return self.ln_2(x + self.ffn(x))
         x = x + self.attn(self.ln_1(x), mask, cache)  # GPT-2: normalise the input, keep the residual path clean
-        return x + self.mlp(self.ln_2(x))
+        return x + self.ffn(self.ln_2(x))
 
 
 class GPT(nn.Module):
@@ -63,7 +67,7 @@ class GPT(nn.Module):
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)
         self.wpe = nn.Embedding(config.block_size, config.n_embd)
         self.drop = nn.Dropout(config.dropout)
-        self.h = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.layers = nn.ModuleList(Layer(config) for _ in range(config.n_layer))
         self.ln_f = (
             nn.Identity()
             if config.post_ln
@@ -75,12 +79,12 @@ class GPT(nn.Module):
         # GPT-2: each residual branch's output projection is scaled by 1/sqrt(2 n_layer), two branches per block,
         # so the residual stream's variance does not grow with depth.
         for name, p in self.named_parameters():
-            if name.endswith(("attn.w_o.weight", "mlp.w_2.weight")):
+            if name.endswith(("attn.w_o.weight", "ffn.w_2.weight")):
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
 
     def new_cache(self) -> list[KVCache]:
-        """An empty KV cache, one per block, for ``forward(..., cache=...)``."""
-        return [KVCache() for _ in self.h]
+        """An empty KV cache, one per layer, for ``forward(..., cache=...)``."""
+        return [KVCache() for _ in self.layers]
 
     def hidden_states(
         self,
@@ -108,8 +112,8 @@ class GPT(nn.Module):
             mask = None if attention_mask.all() else padding_mask(attention_mask)
         x = self.drop(self.wte(input_ids) + self.wpe(positions))
         states = [x]
-        for i, block in enumerate(self.h):
-            x = block(x, mask, None if cache is None else cache[i])
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, None if cache is None else cache[i])
             states.append(x)
         states[-1] = self.ln_f(x)
         return states
@@ -264,13 +268,15 @@ def from_hf(model) -> GPT:
     renames = {
         "attn.c_attn": "attn.w_qkv",
         "attn.c_proj": "attn.w_o",
-        "mlp.c_fc": "mlp.w_1",
-        "mlp.c_proj": "mlp.w_2",
+        "mlp.c_fc": "ffn.w_1",
+        "mlp.c_proj": "ffn.w_2",
     }
     state = {}
     for name, tensor in model.transformer.state_dict().items():
         if name.endswith((".attn.bias", ".attn.masked_bias")):
             continue  # old checkpoints store the causal mask as a buffer
+        if name.startswith("h."):
+            name = "layers." + name.removeprefix("h.")  # Hugging Face's h.N is our layers.N
         for hf, our in renames.items():
             if f".{hf}." in name:
                 name = name.replace(hf, our)
@@ -289,6 +295,13 @@ def save(model: GPT, path: str | Path) -> Path:
 
 
 def load(path: str | Path, device: str | torch.device | None = None) -> GPT:
+    with safe_open(str(path), framework="pt") as f:
+        if any(key.startswith("h.") for key in f.keys()):
+            raise ValueError(
+                f"{path} predates the renaming of GPT's blocks (h.N.mlp is now layers.N.ffn): "
+                "rename its keys, or train it again"
+            )
+
     def build(config: dict, extra: dict) -> GPT:
         tokenizer = BPETokenizer.from_dict(extra["tokenizer"]) if "tokenizer" in extra else None
         return GPT(GPTConfig(**config), tokenizer)
