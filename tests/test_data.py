@@ -15,6 +15,7 @@ from word2bert.data import (
     pretraining_documents,
     tokenize,
     toyworld,
+    toyworld_grammar,
     wordnet_available,
 )
 from word2bert.data.wordnet import parse_line
@@ -56,9 +57,9 @@ def test_heldout_templates_are_disjoint_from_training_templates():
     seen = {s.template for s in ToyWorld(0).sentences(2_000, "train")}
     assert not seen & heldout
     for part in (0, 1):  # passage sentences, questions
-        train_qa = {facts[part]["train"] for facts in toyworld.QA_FACTS.values()}
-        assert not train_qa & {facts[part]["heldout"] for facts in toyworld.QA_FACTS.values()}
-    assert not set(toyworld.SENTIMENT_TEMPLATES["train"]) & set(toyworld.SENTIMENT_TEMPLATES["heldout"])
+        train_qa = {facts[part]["train"] for facts in toyworld_grammar.QA_FACTS.values()}
+        assert not train_qa & {facts[part]["heldout"] for facts in toyworld_grammar.QA_FACTS.values()}
+    assert not set(toyworld_grammar.SENTIMENT_TEMPLATES["train"]) & set(toyworld_grammar.SENTIMENT_TEMPLATES["heldout"])
 
 
 def test_right_cue_templates_put_nothing_sense_specific_before_the_word():
@@ -66,7 +67,7 @@ def test_right_cue_templates_put_nothing_sense_specific_before_the_word():
     # or occur in the other sense's templates too, so that no left-to-right reader can know the sense yet.
     neutral = {"the", "a", "an", "some", "every", "is", "was", "saw", "heard", "said", "liked", "loves", "found",
                "held", "took", "little"}
-    for word, senses in toyworld.SENSE_TEMPLATES.items():
+    for word, senses in toyworld_grammar.SENSE_TEMPLATES.items():
         for sense, templates in senses.items():
             other = next(s for s in senses if s != sense)
             other_words = {i.split("=")[0].split("/")[0] for _, t in senses[other] for i in t.split()}
@@ -102,8 +103,8 @@ def test_sense_occurrences_are_balanced_and_point_at_the_word():
 def test_sentiment_is_balanced_and_not_readable_from_adjectives_alone():
     data = ToyWorld(0).sentiment(2_000)
     assert Counter(x.label for x in data) == Counter({0: 1_000, 1: 1_000})
-    good = set(toyworld.LEXICON["pos_adj"][1])
-    bad = set(toyworld.LEXICON["neg_adj"][1])
+    good = set(toyworld_grammar.LEXICON["pos_adj"][1])
+    bad = set(toyworld_grammar.LEXICON["neg_adj"][1])
     # A reader that counts adjectives must get a good share wrong: negation and "but" flip them.
     wrong = sum((sum(w in good for w in x.tokens) > sum(w in bad for w in x.tokens)) != bool(x.label) for x in data)
     assert 0.2 < wrong / len(data) < 0.6
@@ -120,7 +121,7 @@ def test_qa_answers_are_spans_of_the_passage_about_the_asked_person():
         for x in ToyWorld(0).qa(300, split):
             assert 0 <= x.start <= x.end < len(x.passage)
             assert x.answer and all(w not in (".", "?") for w in x.answer)
-            asked = next(w for w in x.question if w in toyworld.LEXICON["name"][1])
+            asked = next(w for w in x.question if w in toyworld_grammar.LEXICON["name"][1])
             # The answer comes from a sentence about the asked person.
             sentence_start = max(i + 1 for i in range(-1, x.start) if i == -1 or x.passage[i] == ".")
             sentence = x.passage[sentence_start : x.passage.index(".", x.end) + 1]

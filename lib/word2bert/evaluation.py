@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 
-from .data.toyworld import LEXICON
+from .data.toyworld_grammar import LEXICON
 from .vectors import KeyedVectors
 
 # Toy-world categories for the word tests: lexicon slots whose words are one kind of thing, without the words that

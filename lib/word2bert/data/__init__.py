@@ -1,17 +1,8 @@
 """The course's data: the generated toy world, Princeton WordNet 3.0, and whole-word vocabularies."""
 
 from .corpus import pretraining_documents
-from .toyworld import (
-    NLI_LABELS,
-    POLYSEMES,
-    POS_TAGS,
-    Labeled,
-    NLIPair,
-    QAExample,
-    SenseOccurrence,
-    Sentence,
-    ToyWorld,
-)
+from .toyworld import Labeled, NLIPair, QAExample, SenseOccurrence, Sentence, ToyWorld
+from .toyworld_grammar import NLI_LABELS, POLYSEMES, POS_TAGS
 from .vocab import Vocab, tokenize
 from .wordnet import WordNet, WordNetNotFound, wordnet_available
 
