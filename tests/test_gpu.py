@@ -18,6 +18,7 @@ from word2bert.pretraining import (
     pretrain,
     tokenize_documents,
 )
+from word2bert.training import TrainConfig
 
 DEVICE = "cuda"
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; torch sees none here")
@@ -41,7 +42,8 @@ def test_pretraining_runs_under_bf16_autocast_and_keeps_fp32_weights():
     tok = model.tokenizer
     documents = tokenize_documents(tok, ToyWorld(0).corpus(20_000))
     instances = create_pretraining_instances(documents, 64, seed=0)
-    config = PretrainConfig(steps=30, batch_size=16, lr=1e-4, warmup_steps=3, eval_every=0)
+    config = PretrainConfig(train=TrainConfig(steps=30, lr=1e-4, warmup_steps=3, schedule="linear"), batch_size=16,
+                            eval_every=0)
     result = pretrain(model, instances, tok, config, instances[:64], device=DEVICE)
     assert len(result.losses) == 30 and all(math.isfinite(x) for x in result.losses), result.losses
     assert result.evals and result.evals[-1]["mlm_accuracy"] > 0.1, result.evals

@@ -1,5 +1,6 @@
 """BERT's pre-training data (masking statistics, NSP pairs, segments, truncation) and the loop on 1 and 2 ranks."""
 
+import itertools
 import json
 import math
 import os
@@ -196,6 +197,51 @@ def test_the_training_objective_is_the_models_own_loss(tokenizer):
     torch.testing.assert_close(loss, out.loss)
     torch.testing.assert_close(mlm_logits, out.prediction_logits[chosen])
     torch.testing.assert_close(nsp_logits, out.seq_relationship_logits)
+
+
+def test_pretrain_is_the_shared_loop_with_evaluation_and_checkpoints_as_callbacks(tokenizer):
+    """``pretrain`` is set-up plus ``training.train``: its parameters and losses must be those of a hand loop of
+    ``train_step`` over the same batches (several epochs, with dropout, so the order of random draws counts too),
+    and its callback must evaluate and save at the configured steps and at the end."""
+    from torch.utils.data import DataLoader, RandomSampler
+
+    from word2bert.bert import BertConfig, BertForPreTraining
+    from word2bert.pretraining import (
+        PretrainConfig,
+        PretrainingDataset,
+        PretrainingObjective,
+        parameter_digest,
+        pretrain,
+    )
+    from word2bert.training import TrainConfig, make_optimizer, train_step
+
+    a = tokenizer.encode_words("the cat sat on the mat".split()).input_ids[1:-1]
+    b = tokenizer.encode_words("playing happily".split()).input_ids[1:-1]
+    instances = [PretrainingInstance(a, b, False), PretrainingInstance(b, a[:2], True)] * 12  # 3 batches an epoch
+    config = PretrainConfig(train=TrainConfig(steps=10, lr=1e-2, warmup_steps=2, schedule="linear"),
+                            batch_size=8, eval_every=4, checkpoint_every=3, seed=5)
+
+    def tiny_bert():
+        torch.manual_seed(0)
+        return BertForPreTraining(BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=16, num_hidden_layers=1,
+                                             num_attention_heads=2, intermediate_size=32, dropout=0.1), tokenizer)
+
+    model, saved = tiny_bert(), []
+    result = pretrain(model, instances, tokenizer, config, instances[:4], "cpu", lambda m: saved.append(m))
+    assert [e["step"] for e in result.evals] == [4, 8, 10] and saved == [model] * 4  # steps 3, 6, 9 and 10
+
+    hand = tiny_bert()
+    torch.manual_seed(config.seed)
+    dataset = PretrainingDataset(instances)
+    sampler = RandomSampler(dataset, generator=torch.Generator().manual_seed(config.seed))
+    collate = PretrainingCollator(tokenizer, config.mlm_probability, seed=config.seed)
+    loader = DataLoader(dataset, config.batch_size, sampler=sampler, collate_fn=collate, drop_last=True)
+    objective = PretrainingObjective(hand)
+    optimizer, scheduler = make_optimizer(hand, config.train)
+    batches = itertools.islice((batch for _ in range(4) for batch in loader), 10)
+    losses = [train_step(objective, batch, lambda m, b: m(**b)[0], optimizer, scheduler) for batch in batches]
+    assert result.losses == losses
+    assert result.parameter_digests == [parameter_digest(hand)]
 
 
 def run_script(args, n_proc, tmp_path):

@@ -75,7 +75,7 @@ def test_gradient_clipping_bounds_the_update():
     assert step.norm() == pytest.approx(1e-3, rel=1e-3)
 
 
-def test_train_lowers_the_loss_and_records_every_step():
+def test_train_lowers_the_loss_and_reports_every_step():
     torch.manual_seed(0)
     x = torch.randn(64, 5)
     y = x @ torch.randn(5, 1)
@@ -83,14 +83,17 @@ def test_train_lowers_the_loss_and_records_every_step():
         (x[i : i + 16], y[i : i + 16]) for i in range(0, 64, 16)
     ]  # cycled: 4 batches, 40 steps
     model = nn.Linear(5, 1)
+    seen = []  # what a callback sees: every step, numbered from 1, with its loss
     history = train(
         model,
         batches,
         lambda m, b: (m(b[0]) - b[1]).pow(2).mean(),
         TrainConfig(steps=40, lr=0.05, warmup_steps=5, weight_decay=0.0),
         device="cpu",
+        callbacks=[lambda step, loss: seen.append((step, loss))],
     )
     assert len(history) == 40
+    assert seen == list(enumerate(history, start=1))
     assert sum(history[-4:]) < 0.1 * sum(history[:4])
 
 

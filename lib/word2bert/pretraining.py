@@ -30,9 +30,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSampler
+from tqdm import tqdm
 
 from .device import resolve
-from .training import TrainConfig, make_optimizer, progress_bar, to_device, train_step
+from .training import TrainConfig, to_device, train
 from .wordpiece import PREFIX, WordPieceTokenizer
 
 IS_NEXT, NOT_NEXT = 0, 1
@@ -286,12 +287,9 @@ class PretrainingCollator:
 
 @dataclass
 class PretrainConfig:
-    steps: int = 2000
+    # BERT's optimisation: warm-up, then linear decay to 0
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(steps=2000, lr=1e-3, schedule="linear"))
     batch_size: int = 32  # the global batch: under torchrun each of the N ranks takes batch_size / N
-    lr: float = 1e-3
-    warmup_steps: int = 100  # then linear decay to 0, as BERT
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
     mlm_probability: float = 0.15
     whole_word_mask: bool = False
     eval_every: int = 200  # MLM and NSP accuracy on the evaluation instances (0: only at the end)
@@ -400,12 +398,13 @@ def pretrain(
     device: str | torch.device | None = None,
     save: Callable[[nn.Module], object] | None = None,
 ) -> PretrainResult:
-    """Pre-train ``model`` (BERT with MLM and NSP heads) for ``config.steps`` updates.
+    """Pre-train ``model`` (BERT with MLM and NSP heads) for ``config.train.steps`` updates.
 
-    AdamW with warm-up and linear decay, gradient clipping, a tqdm bar, MLM/NSP accuracy on ``eval_instances``
-    every ``config.eval_every`` steps. Rank 0 calls ``save(model)`` every ``config.checkpoint_every``
-    steps and at the end. Under ``torchrun`` the model is wrapped in DistributedDataParallel, each rank reads its
-    share of every epoch through a DistributedSampler and masks with its own seed.
+    The set-up is BERT's; the loop is ``training.train`` (AdamW, warm-up and decay, gradient clipping, a tqdm bar)
+    with one callback: rank 0 measures MLM/NSP accuracy on ``eval_instances`` every ``config.eval_every`` steps
+    and calls ``save(model)`` every ``config.checkpoint_every`` steps, and both at the end. Under ``torchrun`` the
+    model is wrapped in DistributedDataParallel, each rank reads its share of every epoch through a
+    DistributedSampler and masks with its own seed.
     """
     rank, world_size, device = init_distributed(device)
     if config.batch_size % world_size:
@@ -424,43 +423,31 @@ def pretrain(
     loader = DataLoader(dataset, config.batch_size // world_size, sampler=sampler, collate_fn=collate, drop_last=True)
     if len(loader) == 0:
         raise ValueError(f"{len(instances)} instances make no batch of {config.batch_size}")
-    optimizer, scheduler = make_optimizer(
-        model,
-        TrainConfig(steps=config.steps, lr=config.lr, weight_decay=config.weight_decay,
-                    warmup_steps=config.warmup_steps, schedule="linear", grad_clip=config.grad_clip),
-    )
+    batches = (b for epoch in itertools.count() for b in _epoch(loader, sampler, epoch))
     evaluation = eval_batches(list(eval_instances), tokenizer, mlm_probability=config.mlm_probability)
     result = PretrainResult(losses=[], world_size=world_size)
+    steps = config.train.steps
 
-    def log_eval(step: int) -> None:
-        if rank == 0 and evaluation:
-            result.evals.append({"step": step, **evaluate(model, evaluation, device)})
-            bar.write(
-                f"step {step}: loss {result.evals[-1]['loss']:.3f}, MLM accuracy {result.evals[-1]['mlm_accuracy']:.3f}"
-                f", NSP accuracy {result.evals[-1]['nsp_accuracy']:.3f}"
-            )
-
-    batches = (b for epoch in itertools.count() for b in _epoch(loader, sampler, epoch))
-    bar = progress_bar(total=config.steps, desc=f"BERT pre-training ({world_size} rank{'s' * (world_size > 1)})",
-                       show=rank == 0)
     def loss_fn(objective: nn.Module, batch: dict) -> torch.Tensor:
         with autocast(device):
             return objective(**batch)[0]
 
-    for step, batch in enumerate(itertools.islice(batches, config.steps), start=1):
-        result.losses.append(train_step(objective, to_device(batch, device), loss_fn, optimizer, scheduler, config.grad_clip))
-        bar.update()
-        bar.set_postfix(loss=f"{result.losses[-1]:.3f}", refresh=False)
-        if config.eval_every and step % config.eval_every == 0 and step < config.steps:
-            log_eval(step)
-        if rank == 0 and save and config.checkpoint_every and step % config.checkpoint_every == 0:
+    def evaluate_and_save(step: int, loss: float) -> None:
+        if rank != 0:
+            return  # the other ranks hold the same weights
+        last = step == steps
+        if evaluation and (last or config.eval_every and step % config.eval_every == 0):
+            result.evals.append({"step": step, **evaluate(model, evaluation, device)})
+            e = result.evals[-1]
+            tqdm.write(f"step {step}: loss {e['loss']:.3f}, MLM accuracy {e['mlm_accuracy']:.3f}"
+                       f", NSP accuracy {e['nsp_accuracy']:.3f}")
+        if save and (last or config.checkpoint_every and step % config.checkpoint_every == 0):
             save(model)
-    bar.close()
-    log_eval(config.steps)
-    if rank == 0 and save:
-        save(model)
 
-    tail = result.losses[-max(1, config.steps // 10) :]
+    desc = f"BERT pre-training ({world_size} rank{'s' * (world_size > 1)})"
+    result.losses = train(objective, batches, loss_fn, config.train, device, desc, [evaluate_and_save], rank == 0)
+
+    tail = result.losses[-max(1, steps // 10) :]
     final = torch.tensor(sum(tail) / len(tail))
     result.parameter_digests = [parameter_digest(model)]
     if world_size > 1:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,22 +136,28 @@ def train(
     config: TrainConfig,
     device: str | torch.device | None = None,
     desc: str = "training",
+    callbacks: Sequence[Callable[[int, float], None]] = (),
+    progress: bool = True,
 ) -> list[float]:
     """Train for ``config.steps`` updates, cycling over ``batches`` (e.g. a DataLoader) as often as needed.
 
-    ``loss_fn(model, batch)`` returns the scalar loss. Returns the loss of every step.
+    ``loss_fn(model, batch)`` returns the scalar loss. After every update each of ``callbacks`` is called with the
+    step (from 1) and its loss, as minGPT's trainer calls its ``on_batch_end`` callbacks: this is how pre-training
+    evaluates and saves checkpoints without a loop of its own. Returns the loss of every step.
     """
     device = resolve(device)
     model.to(device)
     optimizer, scheduler = make_optimizer(model, config)
     history: list[float] = []
     stream = _cycle(batches)
-    with progress_bar(total=config.steps, desc=desc) as bar:
-        for batch in itertools.islice(stream, config.steps):
+    with progress_bar(total=config.steps, desc=desc, show=progress) as bar:
+        for step, batch in enumerate(itertools.islice(stream, config.steps), start=1):
             batch = to_device(batch, device)
             history.append(
                 train_step(model, batch, loss_fn, optimizer, scheduler, config.grad_clip)
             )
             bar.update()
             bar.set_postfix(loss=f"{history[-1]:.3f}", refresh=False)
+            for callback in callbacks:
+                callback(step, history[-1])
     return history

@@ -30,6 +30,7 @@ from word2bert.pretraining import (
     tokenize_documents,
 )
 from word2bert.scripts.common import make_parser, save_card
+from word2bert.training import TrainConfig
 from word2bert.wordpiece import WordPieceTokenizer
 
 
@@ -107,10 +108,10 @@ def main(argv: list[str] | None = None) -> dict:
     for i, (length, steps) in enumerate(phases(args)):
         train = create_pretraining_instances(train_ids, length, args.seed + i, dupe_factor=args.dupe_factor)
         held_out = create_pretraining_instances(eval_ids, length, args.seed)
+        warmup_steps = args.warmup_steps if i == 0 else max(1, steps // 10)
         train_config = PretrainConfig(
-            steps=steps, batch_size=args.batch_size, lr=args.lr,
-            warmup_steps=args.warmup_steps if i == 0 else max(1, steps // 10),
-            whole_word_mask=args.whole_word_mask, eval_every=args.eval_every,
+            train=TrainConfig(steps=steps, lr=args.lr, warmup_steps=warmup_steps, schedule="linear"),
+            batch_size=args.batch_size, whole_word_mask=args.whole_word_mask, eval_every=args.eval_every,
             checkpoint_every=args.checkpoint_every, seed=args.seed + i,
         )  # fmt: skip
         result = pretrain(model, train, tokenizer, train_config, held_out, device, lambda m: bert.save(m, args.out))
