@@ -1,9 +1,12 @@
-"""What the three training scripts share: the options every run has, and writing the model card."""
+"""What the three training scripts share: the options every run has, and the model card's writer."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def make_parser(doc: str | None, checkpoint: Path, num_tokens: int) -> tuple[argparse.ArgumentParser, dict]:
@@ -24,8 +27,60 @@ def make_parser(doc: str | None, checkpoint: Path, num_tokens: int) -> tuple[arg
     return p, groups
 
 
-def save_card(checkpoint: str | Path, lines: list[str]) -> Path:
-    """The model card, next to the checkpoint with the suffix ``.md``."""
-    path = Path(checkpoint).with_suffix(".md")
+def save_card(
+    checkpoint: str | Path,
+    *,
+    name: str,
+    summary: str,
+    data: list[str],
+    config: Any,
+    parameters: int,
+    configuration: list[str],
+    script: str,
+    argv: list[str],
+    metrics: list[str],
+    metrics_title: str = "Metrics",
+    probes: dict[str, dict] | None = None,
+    notes: Sequence[str] = (),
+    world_size: int = 1,
+) -> Path:
+    """The model card, next to the checkpoint with the suffix ``.md``: every card's sections (data, configuration,
+    the command that made the checkpoint, metrics, notes) filled with what a script says of its own model.
+
+    ``data``, ``configuration`` and ``metrics`` are bullets; the configuration opens with the model's ``config``,
+    its parameters and the checkpoint's size. ``probes`` maps a probe's label to its per-layer ``mean`` and
+    ``std``, listed after the metrics; ``notes`` are paragraphs at the end. The command is ``python -m script``
+    with ``argv``, or ``torchrun`` on ``world_size`` processes.
+    """
+    checkpoint = Path(checkpoint)
+    launcher = f"torchrun --nproc_per_node {world_size}" if world_size > 1 else "python"
+    command = " ".join([launcher, "-m", script, *map(shlex.quote, argv)])
+    megabytes = checkpoint.stat().st_size / 1e6
+    lines = [
+        f"# Model card: the course's small {name} (`{checkpoint.name}`)",
+        "",
+        summary,
+        "",
+        "## Data",
+        *(f"- {line}" for line in data),
+        "",
+        "## Configuration",
+        f"- Model: `{config}`, {parameters:,} parameters, {megabytes:.1f} MB.",
+        *(f"- {line}" for line in configuration),
+        "",
+        "## Command",
+        "```bash",
+        command,
+        "```",
+        "",
+        f"## {metrics_title}",
+        *(f"- {line}" for line in metrics),
+    ]
+    for label, p in (probes or {}).items():
+        cells = ", ".join(f"L{i} {m:.3f} ± {s:.3f}" for i, (m, s) in enumerate(zip(p["mean"], p["std"])))
+        lines.append(f"- {label}: {cells}")
+    for note in notes:
+        lines += ["", note]
+    path = checkpoint.with_suffix(".md")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -152,64 +151,53 @@ def main(argv: list[str] | None = None) -> dict:
 
 def write_card(args: argparse.Namespace, config: BertConfig, train_configs: list, metrics: dict) -> Path:
     """``bert.md`` next to the checkpoint: data, configuration, the exact command, metrics."""
-    launcher = "python -m word2bert.scripts.pretrain_bert"
-    if metrics["world_size"] > 1:
-        launcher = f"torchrun --nproc_per_node {metrics['world_size']} -m word2bert.scripts.pretrain_bert"
-    command = " ".join([launcher, *map(shlex.quote, sys.argv[1:])])
     e = metrics["eval"]
-    lines = [
-        "# Model card: the course's small BERT (`bert.safetensors`)",
-        "",
-        (
+    return save_card(
+        args.out,
+        name="BERT",
+        summary=(
             "Loaded by `word2bert.bert.pretrained()`: a `BertForPreTraining` (encoder, pooler, MLM and NSP heads) "
             "with its WordPiece vocabulary in the checkpoint's metadata. For teaching only."
         ),
-        "",
-        "## Data",
-        (
-            f"- {metrics['train_words']:,} words of training documents from `word2bert.data.pretraining_documents("
+        data=[
+            f"{metrics['train_words']:,} words of training documents from `word2bert.data.pretraining_documents("
             f"{args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, seed={args.seed})`: the toy world's "
             "training templates plus WordNet 3.0 glosses and usage examples (toy world only when WordNet is "
-            f"absent); {args.eval_fraction:.0%} of the documents held out for the accuracies below."
-        ),
-        f"- WordPiece vocabulary of {metrics['vocab_size']} pieces trained on the training documents.",
-        (
-            f"- NSP instances per phase (max. pieces: count): "
+            f"absent); {args.eval_fraction:.0%} of the documents held out for the accuracies below.",
+            f"WordPiece vocabulary of {metrics['vocab_size']} pieces trained on the training documents.",
+            f"NSP instances per phase (max. pieces: count): "
             f"{', '.join(f'{n}: {c:,}' for (n, _), c in zip(phases(args), metrics['train_instances']))}; dupe "
             f"factor {args.dupe_factor}; masked afresh for every batch (15%, 80/10/10"
-            f"{', whole words' if args.whole_word_mask else ''})."
-        ),
-        "",
-        "## Configuration",
-        f"- Model: `{config}`, {metrics['parameters']:,} parameters.",
-        *(f"- Phase {i + 1}, {n} pieces: `{c}`" for i, ((n, _), c) in enumerate(zip(phases(args), train_configs))),
-        "- AdamW with weight-decay groups, linear warm-up then linear decay in each phase, gradient clipping at 1.0.",
-        f"- Ran on {metrics['world_size']} process(es), device `{metrics['device']}`, in {metrics['minutes']:.1f} min.",
-        "",
-        "## Command",
-        "```bash",
-        command,
-        "```",
-        "",
-        f"## Metrics (held-out documents, {args.max_seq_length} pieces, fixed masks)",
-        f"- Final training loss (mean of the last 10% of the last phase's steps): {metrics['final_train_loss']:.3f}",
-        f"- Held-out loss (MLM + NSP): {e.get('loss', float('nan')):.3f}",
-        f"- MLM accuracy: {e.get('mlm_accuracy', float('nan')):.3f}",
-        f"- NSP accuracy: {e.get('nsp_accuracy', float('nan')):.3f}",
-    ]
-    for name, p in metrics.get("probes", {}).items():
-        cells = ", ".join(f"L{i} {m:.3f} ± {s:.3f}" for i, (m, s) in enumerate(zip(p["mean"], p["std"])))
-        lines.append(f"- Probe, {name} (held-out templates, seeds 0-2, per layer): {cells}")
-    lines += [
-        "",
-        (
+            f"{', whole words' if args.whole_word_mask else ''}).",
+        ],
+        config=config,
+        parameters=metrics["parameters"],
+        configuration=[
+            *(f"Phase {i + 1}, {n} pieces: `{c}`" for i, ((n, _), c) in enumerate(zip(phases(args), train_configs))),
+            "AdamW with weight-decay groups, linear warm-up then linear decay in each phase, gradient clipping at 1.0.",
+            f"Ran on {metrics['world_size']} process(es), device `{metrics['device']}`, in {metrics['minutes']:.1f} min.",
+        ],
+        script="word2bert.scripts.pretrain_bert",
+        argv=sys.argv[1:],
+        world_size=metrics["world_size"],
+        metrics_title=f"Metrics (held-out documents, {args.max_seq_length} pieces, fixed masks)",
+        metrics=[
+            f"Final training loss (mean of the last 10% of the last phase's steps): {metrics['final_train_loss']:.3f}",
+            f"Held-out loss (MLM + NSP): {e.get('loss', float('nan')):.3f}",
+            f"MLM accuracy: {e.get('mlm_accuracy', float('nan')):.3f}",
+            f"NSP accuracy: {e.get('nsp_accuracy', float('nan')):.3f}",
+        ],
+        probes={
+            f"Probe, {name} (held-out templates, seeds 0-2, per layer)": p
+            for name, p in metrics.get("probes", {}).items()
+        },
+        notes=[
             "Re-running the command on a CPU reproduces the MLM and NSP accuracies within ±0.02 and the held-out "
             "loss within ±0.1; the probes, which fit a classifier on the model's vectors, within ±0.05 per layer. "
             "Thread counts and optimizer kernels change the order of floating-point sums, and the run drifts from "
             "there."
-        ),
-    ]
-    return save_card(args.out, lines)
+        ],
+    )
 
 
 if __name__ == "__main__":

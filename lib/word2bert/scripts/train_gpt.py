@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -140,78 +139,55 @@ def write_card(
     model: GPT,
 ) -> Path:
     """``gpt.md`` next to the checkpoint: data, configuration, the exact command, metrics, a sample."""
-    command = " ".join(
-        [
-            "python -m word2bert.scripts.train_gpt",
-            *map(shlex.quote, sys.argv[1:] if argv is None else argv),
-        ]
-    )
     prompt = "the bank"
     ids = torch.tensor([model.tokenizer.encode(prompt)], device=model.wte.weight.device)
     sample = model.generate(ids, 24, temperature=0.8, generator=torch.Generator().manual_seed(0))
     text = model.tokenizer.decode(sample[0].tolist()).split(ENDOFTEXT)[0]
-    lines = [
-        "# Model card: the course's small GPT (`gpt.safetensors`)",
-        "",
-        (
+    return save_card(
+        args.out,
+        name="GPT",
+        summary=(
             "Loaded by `word2bert.gpt.pretrained()`: a decoder-only `GPT` (pre-LN, GPT-2's block) with its byte-level "
             "BPE tokenizer in the checkpoint's metadata. For teaching only."
         ),
-        "",
-        "## Data",
-        (
-            f"- {metrics['train_words']:,} words of training documents from `word2bert.data.pretraining_documents("
+        data=[
+            f"{metrics['train_words']:,} words of training documents from `word2bert.data.pretraining_documents("
             f"{args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, seed={args.seed})`: the toy world's training "
             "templates plus WordNet 3.0 glosses and usage examples (toy world only when WordNet is absent); "
-            f"{args.eval_fraction:.0%} of the documents held out."
-        ),
-        (
-            f"- Byte-level BPE vocabulary of {metrics['vocab_size']} tokens (256 bytes, `{ENDOFTEXT}`, merges) trained "
+            f"{args.eval_fraction:.0%} of the documents held out.",
+            f"Byte-level BPE vocabulary of {metrics['vocab_size']} tokens (256 bytes, `{ENDOFTEXT}`, merges) trained "
             f"on the training documents; {metrics['train_tokens']:,} training tokens in windows of {args.block_size}, "
-            f"read {metrics['epochs']:.2f} times."
-        ),
-        "",
-        "## Configuration",
-        f"- Model: `{config}`, {metrics['parameters']:,} parameters, {metrics['checkpoint_bytes'] / 1e6:.1f} MB.",
-        (
-            f"- Training: `{train_config}`, batch {args.batch_size}; AdamW with weight-decay groups, linear warm-up then "
-            "cosine decay, gradient clipping at 1.0."
-        ),
-        (
-            f"- Device `{metrics['device']}`, {metrics['minutes']:.1f} minutes in all (data, tokenizer, training, "
-            "evaluation)."
-        ),
-        "",
-        "## Command",
-        "```bash",
-        command,
-        "```",
-        "",
-        "## Metrics (next-token cross-entropy in nats per BPE token)",
-        f"- Final training loss (mean of the last 10% of steps): {metrics['final_train_loss']:.3f}",
-    ]
-    for name, loss in metrics["loss"].items():
-        lines.append(
-            f"- {name.capitalize()}: loss {loss:.3f}, perplexity {metrics['perplexity'][name]:.1f} "
-            f"(untrained: {metrics['initial_loss'][name]:.3f})"
-        )
-    for cue, p in metrics.get("probes", {}).items():
-        cells = ", ".join(
-            f"L{i} {m:.3f} ± {s:.3f}" for i, (m, s) in enumerate(zip(p["mean"], p["std"]))
-        )
-        lines.append(
-            f"- Sense probe, {cue} cues (held-out templates, seeds 0-2, per layer): {cells}"
-        )
-    lines += [
-        "",
-        f'Sample (prompt "{prompt}", temperature 0.8, seed 0): {text!r}',
-        "",
-        (
+            f"read {metrics['epochs']:.2f} times.",
+        ],
+        config=config,
+        parameters=metrics["parameters"],
+        configuration=[
+            f"Training: `{train_config}`, batch {args.batch_size}; AdamW with weight-decay groups, linear warm-up then "
+            "cosine decay, gradient clipping at 1.0.",
+            f"Device `{metrics['device']}`, {metrics['minutes']:.1f} minutes in all (data, tokenizer, training, "
+            "evaluation).",
+        ],
+        script="word2bert.scripts.train_gpt",
+        argv=sys.argv[1:] if argv is None else argv,
+        metrics_title="Metrics (next-token cross-entropy in nats per BPE token)",
+        metrics=[
+            f"Final training loss (mean of the last 10% of steps): {metrics['final_train_loss']:.3f}",
+            *(
+                f"{name.capitalize()}: loss {loss:.3f}, perplexity {metrics['perplexity'][name]:.1f} "
+                f"(untrained: {metrics['initial_loss'][name]:.3f})"
+                for name, loss in metrics["loss"].items()
+            ),
+        ],
+        probes={
+            f"Sense probe, {cue} cues (held-out templates, seeds 0-2, per layer)": p
+            for cue, p in metrics.get("probes", {}).items()
+        },
+        notes=[
+            f'Sample (prompt "{prompt}", temperature 0.8, seed 0): {text!r}',
             "Re-running the command on a CPU gives these numbers up to small floating-point differences (thread counts "
-            "change the order of sums)."
-        ),
-    ]
-    return save_card(args.out, lines)
+            "change the order of sums).",
+        ],
+    )
 
 
 if __name__ == "__main__":
