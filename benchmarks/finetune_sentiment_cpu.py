@@ -10,7 +10,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from word2bert import bert
+from word2bert import bert, heads
 from word2bert import finetune as ft
 
 
@@ -20,7 +20,7 @@ def run(threads: int, steps: int = 60, n_train: int = 320, n_test: int = 200, se
     start = time.perf_counter()
     encoder = bert.pretrained(device="cpu").bert
     loader = ft.task_loader("sentiment", encoder.tokenizer, n_train, batch_size=16, seed=seed)
-    model = ft.FineTuner(encoder, ft.ClassificationHead(encoder.config.hidden_size, 2))
+    model = ft.FineTuner(encoder, heads.ClassificationHead(encoder.config.hidden_size, 2))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     loaded = time.perf_counter()
     model.train()

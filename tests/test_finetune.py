@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from word2bert import bert
+from word2bert import bert, heads, metrics, reporting, tasks
 from word2bert import finetune as ft
 from word2bert.data import ToyWorld
 from word2bert.transformer import MultiHeadSelfAttention
@@ -15,7 +15,7 @@ from word2bert.transformer import MultiHeadSelfAttention
 
 def test_classification_head_reads_cls_through_a_pooler():
     torch.manual_seed(0)
-    head = ft.ClassificationHead(16, 3).eval()
+    head = heads.ClassificationHead(16, 3).eval()
     h = torch.randn(4, 7, 16)
     logits = head(h)
     assert logits.shape == (4, 3)
@@ -28,8 +28,8 @@ def test_classification_head_reads_cls_through_a_pooler():
 
 def test_tagging_and_span_heads_shapes():
     h = torch.randn(2, 5, 8)
-    assert ft.TaggingHead(8, 17).eval()(h).shape == (2, 5, 17)
-    span = ft.SpanHead(8)
+    assert heads.TaggingHead(8, 17).eval()(h).shape == (2, 5, 17)
+    span = heads.SpanHead(8)
     start, end = span(h)
     assert start.shape == end.shape == (2, 5)
     torch.testing.assert_close(start, h @ span.qa_outputs.weight[0] + span.qa_outputs.bias[0])
@@ -40,10 +40,10 @@ def test_tagging_loss_ignores_minus_100_and_span_loss_averages():
     torch.manual_seed(0)
     logits, labels = torch.randn(2, 4, 5), torch.tensor([[1, -100, 3, -100], [-100, 0, 4, 2]])
     keep = labels != -100
-    torch.testing.assert_close(ft.tagging_loss(logits, labels), F.cross_entropy(logits[keep], labels[keep]))
+    torch.testing.assert_close(heads.tagging_loss(logits, labels), F.cross_entropy(logits[keep], labels[keep]))
     s, e = torch.randn(3, 6), torch.randn(3, 6)
     sp, ep = torch.tensor([0, 2, 5]), torch.tensor([1, 2, 5])
-    torch.testing.assert_close(ft.span_loss(s, e, sp, ep), (F.cross_entropy(s, sp) + F.cross_entropy(e, ep)) / 2)
+    torch.testing.assert_close(heads.span_loss(s, e, sp, ep), (F.cross_entropy(s, sp) + F.cross_entropy(e, ep)) / 2)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -54,7 +54,7 @@ def test_best_span_is_the_best_valid_span(seed):
     context = torch.rand(T, generator=g) < 0.6
     context[5] = True
     max_len = int(torch.randint(1, 5, (1,), generator=g))
-    s, e = ft.best_span(start, end, context, max_len)
+    s, e = heads.best_span(start, end, context, max_len)
     assert s <= e and e - s + 1 <= max_len and context[s] and context[e]
     valid = [(i, j) for i, j in itertools.product(range(T), repeat=2)
              if i <= j and j - i + 1 <= max_len and context[i] and context[j]]
@@ -64,19 +64,19 @@ def test_best_span_is_the_best_valid_span(seed):
 def test_best_span_prefers_order_over_higher_scores():
     start = torch.tensor([0.0, 0.0, 9.0, 0.0])
     end = torch.tensor([0.0, 9.0, 0.0, 1.0])  # the best end lies before the best start
-    assert ft.best_span(start, end, torch.ones(4, dtype=torch.bool), 4) == (2, 3)
+    assert heads.best_span(start, end, torch.ones(4, dtype=torch.bool), 4) == (2, 3)
 
 
 def test_metrics():
-    assert ft.macro_f1([0, 0, 1, 1], [0, 1, 1, 1], 2) == pytest.approx((2 / 3 + 0.8) / 2)
-    assert ft.span_f1(["a", "red", "car"], ["red", "car"]) == pytest.approx(0.8)
-    assert ft.qa_scores([("red", "car")], [("red", "car")]) == {"exact_match": 1.0, "span_f1": 1.0}
+    assert metrics.macro_f1([0, 0, 1, 1], [0, 1, 1, 1], 2) == pytest.approx((2 / 3 + 0.8) / 2)
+    assert metrics.span_f1(["a", "red", "car"], ["red", "car"]) == pytest.approx(0.8)
+    assert metrics.qa_scores([("red", "car")], [("red", "car")]) == {"exact_match": 1.0, "span_f1": 1.0}
 
 
 def test_piece_labels_first_piece_or_every_piece():
     word_ids = [None, 0, 1, 1, 1, 2, None]  # [CLS] the mo ##us ##e ate [SEP]
-    assert ft.piece_labels(word_ids, [5, 6, 7]) == [-100, 5, 6, -100, -100, 7, -100]
-    assert ft.piece_labels(word_ids, [5, 6, 7], label_all_pieces=True) == [-100, 5, 6, 6, 6, 7, -100]
+    assert tasks.piece_labels(word_ids, [5, 6, 7]) == [-100, 5, 6, -100, -100, 7, -100]
+    assert tasks.piece_labels(word_ids, [5, 6, 7], label_all_pieces=True) == [-100, 5, 6, 6, 6, 7, -100]
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +113,8 @@ CASES = {
 @pytest.mark.parametrize("task", ft.TASKS)
 def test_finetuned_bert_against_the_baseline(task, encoder):
     config, seeds, metric, margin = CASES[task]
-    bert_score = ft.summarize([ft.finetune(task, encoder, config, s, device="cpu").metrics for s in seeds])[metric][0]
-    base = ft.summarize([ft.baseline(task, config.n_train, config.n_test, s) for s in seeds])[metric][0]
+    bert_score = metrics.summarize([ft.finetune(task, encoder, config, s, device="cpu").metrics for s in seeds])[metric][0]
+    base = metrics.summarize([ft.baseline(task, config.n_train, config.n_test, s) for s in seeds])[metric][0]
     assert bert_score >= base + margin, (
         f"{task}: fine-tuned BERT {metric} {bert_score:.3f} should beat the baseline's {base:.3f} by {margin}")
 
@@ -134,13 +134,33 @@ def test_set_dropout_switches_on_dropout_everywhere_in_the_encoder(encoder):
 
 
 def test_results_table_and_learning_curve_plot():
-    table = ft.results_table([("nli", "BERT", {"accuracy": (0.8912, 0.02), "macro_f1": (0.5, 0.0)})])
+    table = reporting.results_table([("nli", "BERT", {"accuracy": (0.8912, 0.02), "macro_f1": (0.5, 0.0)})])
     assert table.splitlines() == ["| task | model | metric | mean ± std |", "|---|---|---|---|",
                                   "| nli | BERT | accuracy | 0.891 ± 0.020 |", "| nli | BERT | macro_f1 | 0.500 ± 0.000 |"]
     import matplotlib
 
     matplotlib.use("Agg")
     curve = {"n_train": [30, 100, 300], "BERT": [0.8, 0.9, 0.95], "baseline": [0.7, 0.85, 0.96]}
-    ax = ft.plot_learning_curve(curve, "part of speech", "token accuracy")
+    ax = reporting.plot_learning_curve(curve, "part of speech", "token accuracy")
     assert [t.get_text() for t in ax.get_xticklabels()] == ["30", "100", "300"], "ticks at the sizes, plainly"
     assert [list(line.get_ydata()) for line in ax.get_lines()] == [curve["BERT"], curve["baseline"]]
+
+
+def test_a_new_task_is_one_object(encoder):
+    """Fine-tuning never asks which task it runs: a task defined here (is there a "not" in the review?) goes
+    through examples, encoding, training, prediction, scoring, errors and the baseline with no other change."""
+    import dataclasses
+
+    def negation(world, n, split):
+        return [dataclasses.replace(x, label=int("not" in x.tokens)) for x in world.sentiment(n, split)]
+
+    task = tasks.Classification("negation", 2, negation, lambda x: [x.tokens])
+    labels = [x.label for x in ft.examples(task, 200, "heldout")]
+    assert 0.2 < sum(labels) / len(labels) < 0.8, "both labels occur, so the score below is not a majority vote"
+    result = ft.finetune(task, encoder, ft.FinetuneConfig(n_train=200, n_test=100, steps=60), device="cpu")
+    assert result.task is task and set(result.metrics) == {"accuracy", "macro_f1"}
+    assert result.metrics["accuracy"] >= 0.9, result.metrics
+    assert all(p != x.label for x, p in result.errors(100)), "errors() lists only wrong predictions"
+    assert ft.baseline(task, 200, 100)["accuracy"] >= 0.9, "bags of words see the word itself"
+    with pytest.raises(ValueError, match="unknown task 'negation'"):
+        ft.finetune("negation", encoder)  # a task object is not registered by being made

@@ -1,0 +1,49 @@
+"""The scores fine-tuning reports: accuracy and macro-F1 for labels, SQuAD's exact match and span F1 for answers,
+and a mean ± standard deviation over runs (seeds)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import torch
+
+
+def accuracy(predictions: Sequence, golds: Sequence) -> float:
+    return sum(p == g for p, g in zip(predictions, golds)) / len(golds)
+
+
+def macro_f1(predictions: Sequence[int], golds: Sequence[int], num_labels: int) -> float:
+    """The mean over labels of each label's F1 (a label never predicted nor gold counts 0)."""
+    scores = []
+    for c in range(num_labels):
+        tp = sum(p == c and g == c for p, g in zip(predictions, golds))
+        fp = sum(p == c and g != c for p, g in zip(predictions, golds))
+        fn = sum(p != c and g == c for p, g in zip(predictions, golds))
+        scores.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
+    return sum(scores) / num_labels
+
+
+def span_f1(predicted: Sequence[str], gold: Sequence[str]) -> float:
+    """SQuAD's F1: overlap of the predicted and gold answers as bags of words."""
+    common = sum((Counter(predicted) & Counter(gold)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(predicted), common / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def qa_scores(predicted: Sequence[tuple[str, ...]], gold: Sequence[tuple[str, ...]]) -> dict[str, float]:
+    return {
+        "exact_match": accuracy([tuple(p) for p in predicted], [tuple(g) for g in gold]),
+        "span_f1": sum(span_f1(p, g) for p, g in zip(predicted, gold)) / len(gold),
+    }
+
+
+def summarize(metrics: Sequence[dict[str, float]]) -> dict[str, tuple[float, float]]:
+    """Each metric's (mean, standard deviation) over runs."""
+    out = {}
+    for k in metrics[0]:
+        t = torch.tensor([m[k] for m in metrics], dtype=torch.float64)
+        out[k] = (t.mean().item(), t.std(unbiased=False).item())
+    return out
