@@ -216,17 +216,20 @@ class Word2VecModel(nn.Module):
         else:  # CBOW: h is the mean of the context's vectors, one bag per example
             rows, counts = inputs[input_mask], input_mask.sum(1)
             hidden = F.embedding_bag(rows, syn0, torch.cumsum(counts, 0) - counts, mode="mean")
-        outputs = torch.cat([targets[:, None], noise], 1)  # [B, 1 + K]
-        vectors = F.embedding(outputs, syn1)  # [B, 1 + K, D]
-        # products and sums rather than bmm: a thousand 6x64 products are too small for a matrix kernel
-        scores = (vectors * hidden.unsqueeze(1)).sum(-1)
+        outputs = torch.cat([targets[:, None], noise], 1)  # [B, 1 + K]: the target, then the noise words
+        # one [B, 1 + K, D] tensor serves in turn as the output rows, their products with h and the output rows'
+        # steps: a fresh tensor for each costs about a third more time (it leaves the cache)
+        products = F.embedding(outputs, syn1).mul_(hidden.unsqueeze(1))
+        scores = products.sum(-1)  # s_j = h·v'_j
         used = torch.cat([torch.ones_like(targets[:, None], dtype=torch.bool), noise != targets[:, None]], 1)
         loss = -(F.logsigmoid(scores[:, 0]).sum() + (F.logsigmoid(-scores[:, 1:]) * used[:, 1:]).sum())
         error = torch.sigmoid(scores).neg_()  # label - σ(s), times lr
         error[:, 0] += 1
-        error.mul_(used).mul_(lr).unsqueeze_(2)
-        syn1.index_add_(0, outputs.view(-1), (error * hidden.unsqueeze(1)).flatten(0, 1))
-        back = (error * vectors).sum(1)  # [B, D]
+        error.mul_(used).mul_(lr)
+        # Σ_j error_j v'_j [B, D], from the output rows as they were before this step moves them
+        back = F.embedding_bag(outputs, syn1, mode="sum", per_sample_weights=error)
+        steps = torch.mul(error.unsqueeze(2), hidden.unsqueeze(1), out=products)  # error_j h, [B, 1 + K, D]
+        syn1.index_add_(0, outputs.view(-1), steps.flatten(0, 1))
         # every context word of a CBOW example gets the example's full step, as in the C code
         syn0.index_add_(0, rows, back if input_mask is None else back.repeat_interleave(counts, 0))
         return loss.item()
