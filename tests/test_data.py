@@ -30,6 +30,7 @@ def test_same_seed_same_corpus_and_prefix_property():
     assert a.sentences(50) == a.sentences(100)[:50], "asking for fewer examples must give a prefix"
 
 
+@pytest.mark.slow
 def test_million_tokens_from_a_known_vocabulary():
     world = ToyWorld(0)
     docs = world.corpus(1_000_000)
@@ -171,6 +172,7 @@ def test_wordnet_has_glosses_and_sense_grouped_examples():
     assert min(senses_per_word.values()) >= 2
 
 
+@pytest.mark.slow
 @needs_wordnet
 def test_pretraining_mix_contains_wordnet_text():
     docs = pretraining_documents(50_000, wordnet_fraction=0.5)

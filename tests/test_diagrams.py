@@ -8,6 +8,7 @@ import importlib.util
 import json
 import re
 
+import pytest
 from conftest import ROOT
 
 DRAW = ROOT / "book" / "_diagrams" / "draw.py"
@@ -35,6 +36,7 @@ def page_texts():
             yield path, "\n".join("".join(c["source"]) + "\n" for c in cells if c["cell_type"] == "markdown")
 
 
+@pytest.mark.slow
 def test_committed_diagrams_are_what_the_script_draws(tmp_path):
     drawn = {p.name for p in draw_module().draw_all(tmp_path)}
     committed = {p.name for p in COMMITTED.glob("*.svg")}

@@ -118,6 +118,7 @@ def test_causality_in_both_directions(vocab):
     # the backward state at p predicts p - 1 (changed in "before"), and both states stayed the same above
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss(sentences, vocab):
     model = tiny(vocab, dropout=0.1)
     held_out = [list(s.tokens) for s in ToyWorld(1).sentences(100)]
@@ -169,6 +170,7 @@ def test_committed_checkpoint_loads(pretrained):
 MARGIN = 0.10
 
 
+@pytest.mark.slow
 def test_pretrained_elmo_beats_word2vec_on_word_senses(pretrained):
     corpus = [s for d in ToyWorld(0).corpus(20_000) for s in d]
     w2v = Word2Vec(corpus, vector_size=32, window=5, min_count=1, epochs=1, seed=0, device="cpu", progress=False)
@@ -179,6 +181,7 @@ def test_pretrained_elmo_beats_word2vec_on_word_senses(pretrained):
     assert max(contextual[1:]) >= static + MARGIN, f"ELMo layers {contextual} vs word2vec {static}"
 
 
+@pytest.mark.slow
 def test_train_script_main_tiny(tmp_path):
     from word2bert.scripts import train_elmo
 

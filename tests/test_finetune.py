@@ -110,6 +110,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ft.TASKS)
 def test_finetuned_bert_against_the_baseline(task, encoder):
     config, seeds, metric, margin = CASES[task]

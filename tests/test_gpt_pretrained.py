@@ -93,6 +93,7 @@ def test_train_gpt_runs_and_lowers_the_loss(tmp_path):
     assert " ".join(argv) in card and str(loaded.config) in card
 
 
+@pytest.mark.slow
 def test_left_cues_are_used_and_right_cues_are_not(model):
     left, right = sense_probe(model, cue="left").mean, sense_probe(model, cue="right").mean
     assert left[-1] - right[-1] >= GAP, f"top block: left {left[-1]:.3f}, right {right[-1]:.3f}"

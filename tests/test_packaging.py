@@ -76,6 +76,7 @@ def test_grader_is_a_distribution_of_its_own(tmp_path):
     assert not any(n.startswith("word2bert/") for n in names)
 
 
+@pytest.mark.slow
 def test_importing_the_library_leaves_the_warning_filters_alone():
     """A library that silences a warning does it around its own call, never for the program that imports it."""
     code = """

@@ -264,6 +264,7 @@ def test_no_bubblewrap_stops_with_the_fix(monkeypatch):
         check_available()
 
 
+@pytest.mark.slow
 def test_autograde_without_bubblewrap_exits_with_the_reason(tmp_path):
     run = subprocess.run([sys.executable, "-m", "word2bert_grader", "--root", str(tmp_path), "autograde"],
                          capture_output=True, text=True, env={"PATH": "/nonexistent"}, check=False)

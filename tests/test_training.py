@@ -121,6 +121,7 @@ def progress_bar_stderr(**env: str) -> str:
     return done.stderr
 
 
+@pytest.mark.slow
 def test_progress_bars_show_interactively_and_hide_in_the_book_build():
     """A bar is shown unless the caller hides it (`progress=False`) or TQDM_DISABLE=1 is set, as the book's
     build sets it (book/_ext/w2b_sphinx.py) so that no bar reaches a page."""

@@ -236,6 +236,7 @@ def test_toyworld_categories_are_disjoint():
 
 
 @needs_wordnet
+@pytest.mark.slow
 def test_wordnet_tests_use_synonyms_and_plurals():
     from collections import Counter
 

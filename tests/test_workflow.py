@@ -109,6 +109,7 @@ def test_jobs_run_on_the_python_of_runtime_txt(workflow):
         assert image.startswith(f"python:{python}-"), (name, image, python)
 
 
+@pytest.mark.slow
 def test_workflows_match_the_github_workflow_schema():
     check = Path(sys.executable).with_name("check-jsonschema")
     if not check.exists():
