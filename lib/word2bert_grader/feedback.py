@@ -70,6 +70,11 @@ def page(result: dict, records) -> str:
             parts.append(budget.take(f"<div class='cell'>{body}</div>"))
         elif step.kind == "test":
             parts.append(budget.take(_test(record, result)))
+        elif step.kind == "written":
+            label = f"your written answer: {step.grade_id}, {step.points:g} points, graded by hand"
+            answer = _markdown.render(step.source) if step.source.strip() else "<p>(no answer)</p>"
+            parts.append(budget.take(f"<div class='cell'><div class='label'>{html.escape(label)}</div>"
+                                     f"<div class='output'>{answer}</div></div>"))
     parts.append("</body></html>")
     return "".join(parts)
 
@@ -79,7 +84,9 @@ def _header(result: dict) -> str:
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in result["notes"])
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-            f"<p><b>Score: {result['score']:g} / {result['max_score']:g}</b></p>"
+            f"<p><b>Score: {result['score']:g} / {result['max_score']:g}</b>"
+            + (f" and {sum(result.get('written', {}).values()):g} points of written answers, graded by hand"
+               if result.get("written") else "") + "</p>"
             + (f"<div class='note'><p>While grading:</p><ul>{notes}</ul></div>" if notes else ""))
 
 
@@ -134,7 +141,7 @@ def graded_notebook(source_cells: list[dict], records) -> str:
     for record in records:
         step = record.step
         metadata = meta.get(step.grade_id, {}) if step.kind != "student" and step.kind != "markdown" else {}
-        if step.kind == "markdown":
+        if step.kind in ("markdown", "written"):  # a written answer keeps its grade id: formgrader grades it there
             cells.append({"cell_type": "markdown", "metadata": metadata, "source": step.source})
             continue
         outputs = []

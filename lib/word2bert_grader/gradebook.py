@@ -70,12 +70,16 @@ def prepare(root: Path, names: list[str], db: Path) -> None:
         generate(root, names, db, Path(tmp) / "release")
 
 
-def record(db: Path, results: list[dict]) -> int:
+def record(db: Path, results: list[dict], regrade: set[tuple[str, str, str]] = frozenset()) -> int:
     """Write every result's scores into the gradebook, from this one process.
 
     The gradebook then says what grades.csv says: a manual score or extra credit on a test cell is
     reset (every test here is graded by the grader; nothing but a run of it sets a score). Returns
     how many were reset, for the summary.
+
+    A written answer is the instructor's to grade, in formgrader: its manual score stays, unless the
+    answer is in ``regrade`` ((student, assignment, grade id): its text changed since it was graded),
+    and each result gets ``manual`` (grade id -> the score given, or None while it waits).
     """
     from nbgrader.api import Gradebook
 
@@ -85,8 +89,16 @@ def record(db: Path, results: list[dict]) -> int:
         for r in results:
             gb.update_or_create_student(r["student"])
             submission = gb.update_or_create_submission(r["assignment"], r["student"])
+            r["manual"] = {}
             for nb in submission.notebooks:
                 for grade in nb.grades:
+                    if grade.name in r.get("written", {}):
+                        if r["failed"] or (r["student"], r["assignment"], grade.name) in regrade:
+                            grade.manual_score = None
+                        grade.auto_score = None
+                        grade.needs_manual_grade = grade.manual_score is None and not r["failed"]
+                        r["manual"][grade.name] = grade.manual_score
+                        continue
                     reset += grade.manual_score is not None or grade.extra_credit not in (None, 0)
                     grade.auto_score = r["cells"].get(grade.name, 0.0)
                     grade.manual_score = None

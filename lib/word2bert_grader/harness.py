@@ -87,9 +87,13 @@ def failed_result(student: str, assignment: str, source: bytes, reason: str, tra
     ``transient``: the cause was the grading machinery (a worker died), not the submission; such a
     result is not cached, so that the next run tries again.
     """
-    points = notebook.points(notebook.read_cells(source))
+    source_cells = notebook.read_cells(source)
+    points = notebook.points(source_cells)
+    # Written answers are graded by hand (formgrader): their points are counted apart, and the pipeline adds the
+    # scores the instructor has given. "answers" holds the student's text of each, for that.
     return {"student": student, "assignment": assignment, "cells": dict.fromkeys(points, 0.0),
-            "max_score": sum(points.values()), "score": 0.0, "failed": reason, "notes": [], "tampering": [],
+            "max_score": sum(points.values()), "written": notebook.written_points(source_cells), "answers": {},
+            "score": 0.0, "failed": reason, "notes": [], "tampering": [],
             "seconds": 0.0, "feedback": "", "autograded": "", "sandbox": {}, "transient": transient}
 
 
@@ -135,6 +139,8 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
         sandbox.close()
     for r in records:
         s = r.step
+        if s.kind == "written":
+            result["answers"][s.grade_id] = s.source
         if s.kind == "test" and r.passed:
             result["cells"][s.grade_id] = points.get(s.grade_id, 0.0)
         label = s.grade_id or f"a cell of yours ({_first_line(s.source)})"
@@ -204,7 +210,7 @@ class _Grader:
         own_cells, own_seconds = 0, 0.0
         for record in self.records:
             step = record.step
-            if step.kind == "markdown":
+            if step.kind in ("markdown", "written"):  # text: never run
                 continue
             limit = self.config.limit(step.grade_id)
             if step.kind == "student":  # scratch work: bounded in number and in total time

@@ -8,7 +8,10 @@ and what they say; the submission only contributes code. Walking the submission:
 - a test cell, or a read-only (locked) cell, is always the source's, whatever the submission made
   of it: edited, deleted or duplicated test cells are restored, and said so;
 - any other cell of the submission (scratch work) runs where the student put it, after the source
-  cell it follows.
+  cell it follows;
+- a written answer (nbgrader's manually graded answer: a markdown cell that is both ``solution`` and
+  ``grade``) is the student's text, never run and never scored here: the instructor grades it by hand
+  in formgrader, and the source's model answer is never shown.
 
 Every code step runs in the sandbox except the tests' hidden halves, which only the grader sees.
 """
@@ -24,7 +27,7 @@ HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
 @dataclass
 class Step:
-    kind: str  # "markdown", "setup" (a locked cell of the source), "answer", "student" or "test"
+    kind: str  # "markdown", "setup" (a locked cell of the source), "answer", "student", "test" or "written"
     source: str  # what runs: the student's code, or the source's (a test's whole source, hidden part included)
     grade_id: str | None = None
     points: float = 0.0
@@ -84,10 +87,22 @@ def read_cells(data: bytes) -> list[dict]:
     return cells
 
 
+def _written(cell) -> bool:
+    """nbgrader's manually graded answer: a markdown cell that is both a solution and graded."""
+    meta = _nbgrader(cell)
+    return cell.get("cell_type") == "markdown" and bool(meta.get("solution")) and bool(meta.get("grade"))
+
+
 def points(source_cells: list[dict]) -> dict[str, float]:
-    """grade id -> points of every test cell of a source notebook."""
+    """grade id -> points of every test cell of a source notebook (what the grader scores)."""
     return {_nbgrader(c)["grade_id"]: float(_nbgrader(c).get("points", 0)) for c in source_cells
-            if _nbgrader(c).get("grade") and _nbgrader(c).get("grade_id")}
+            if _nbgrader(c).get("grade") and _nbgrader(c).get("grade_id") and not _written(c)}
+
+
+def written_points(source_cells: list[dict]) -> dict[str, float]:
+    """grade id -> points of every written answer of a source notebook (what the instructor grades by hand)."""
+    return {_nbgrader(c)["grade_id"]: float(_nbgrader(c).get("points", 0)) for c in source_cells
+            if _written(c) and _nbgrader(c).get("grade_id")}
 
 
 def defined_names(source: str) -> list[str]:
@@ -111,9 +126,10 @@ def plan(source_cells: list[dict], submission_cells: list[dict]) -> Plan:
     answers: dict[str, int] = {}  # grade id -> index of the submission cell that is the answer
     source_ids = {_nbgrader(c).get("grade_id") for c in source_cells}
     answer_ids = {_nbgrader(c).get("grade_id") for c in source_cells if _nbgrader(c).get("solution")}
+    written_ids = {_nbgrader(c).get("grade_id") for c in source_cells if _written(c)}
     for i, cell in enumerate(submission_cells):
         gid = _nbgrader(cell).get("grade_id")
-        if gid in answer_ids and cell.get("cell_type") == "code":
+        if gid in answer_ids and cell.get("cell_type") == ("markdown" if gid in written_ids else "code"):
             answers[gid] = i  # the last copy wins
     # Scratch cells follow the source cell that comes before them in the submission.
     after: dict[str | None, list[Step]] = {}
@@ -150,7 +166,12 @@ def plan(source_cells: list[dict], submission_cells: list[dict]) -> Plan:
     for cell in source_cells:
         meta = _nbgrader(cell)
         gid = meta.get("grade_id")
-        if cell.get("cell_type") == "markdown":
+        if _written(cell):  # the student's text, or nothing: the source's is the model answer
+            text = _text(submission_cells[answers[gid]].get("source")) if gid in answers else ""
+            if gid not in answers:
+                notes.append(f"written answer {gid} is missing from the submission")
+            steps.append(Step("written", text, gid, float(meta.get("points", 0)), student_markdown=True))
+        elif cell.get("cell_type") == "markdown":
             steps.append(Step("markdown", _text(cell.get("source")), gid))
         elif meta.get("solution") and cell.get("cell_type") == "code":
             contract += defined_names(_text(cell.get("source")))
@@ -166,7 +187,7 @@ def plan(source_cells: list[dict], submission_cells: list[dict]) -> Plan:
             continue
         steps += after.get(gid, [])
     tests = {_nbgrader(c).get("grade_id") for c in source_cells if _nbgrader(c).get("grade")
-             and not _nbgrader(c).get("solution")}
+             and not _nbgrader(c).get("solution")}  # (written answers are solutions: missing ones noted above)
     missing = sorted(tests - seen)
     if missing:
         notes.append(f"deleted test cells {', '.join(missing)}: restored from the source")

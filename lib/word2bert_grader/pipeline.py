@@ -186,13 +186,46 @@ def write_outputs(root: Path, results: list[dict]) -> None:
                 (folder / name).write_text(text, encoding="utf-8")
 
 
+def written_to_regrade(root: Path, results: list[dict]) -> set[tuple[str, str, str]]:
+    """The written answers whose text changed since the last run (a manual score given to the old text is void);
+    records each answer's hash for the next run. Only this process reads and writes the record."""
+    path = root / CACHE / "written-answers.json"
+    try:
+        before = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        before = {}
+    now, changed = dict(before), set()
+    for r in results:
+        for gid, text in r.get("answers", {}).items():
+            key = "/".join((r["student"], r["assignment"], gid))
+            now[key] = hashlib.sha256(text.strip().encode()).hexdigest()
+            if before.get(key, now[key]) != now[key]:
+                changed.add((r["student"], r["assignment"], gid))
+    path.parent.mkdir(exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(now, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+    return changed
+
+
+def total(r: dict) -> tuple[float, float, float]:
+    """(score, max_score, points of written answers not graded yet): the grader's tests and the hand-graded
+    answers together, once ``gradebook.record`` has put the instructor's scores in ``r["manual"]``."""
+    manual = r.get("manual", {})
+    given = sum(score for score in manual.values() if score is not None)
+    waiting = sum(p for gid, p in r.get("written", {}).items() if manual.get(gid) is None)
+    return r["score"] + given, r["max_score"] + sum(r.get("written", {}).values()), 0.0 if r["failed"] else waiting
+
+
 def write_grades(path: Path, results: list[dict]) -> None:
     with open(path, "w", encoding="utf-8", newline="") as stream:
         writer = csv.writer(stream)
-        writer.writerow(["student", "assignment", "score", "max_score", "status", "reason"])
+        writer.writerow(["student", "assignment", "score", "max_score", "status", "reason", "to_grade_by_hand"])
         for r in sorted(results, key=lambda r: (r["student"], r["assignment"])):
-            writer.writerow([r["student"], r["assignment"], f"{r['score']:g}", f"{r['max_score']:g}",
-                             "failed" if r["failed"] else "graded", printable(r["failed"] or "; ".join(r["notes"]))])
+            score, max_score, waiting = total(r)
+            writer.writerow([r["student"], r["assignment"], f"{score:g}", f"{max_score:g}",
+                             "failed" if r["failed"] else "graded", printable(r["failed"] or "; ".join(r["notes"])),
+                             f"{waiting:g}"])
 
 
 def summary(results: list[dict], unsafe: bool, ignored: list[str], reused: int = 0) -> str:
@@ -203,7 +236,7 @@ def summary(results: list[dict], unsafe: bool, ignored: list[str], reused: int =
     lines = [UNSAFE_BANNER, ""] if unsafe else []
     lines.append("  ".join([f"{'student':<{width}}", *(f"{n:>20}" for n in names)]))
     for s in students:
-        cells = [f"{by[s, n]['score']:g}/{by[s, n]['max_score']:g}" if (s, n) in by else "-" for n in names]
+        cells = ["{:g}/{:g}".format(*total(by[s, n])[:2]) if (s, n) in by else "-" for n in names]
         lines.append("  ".join([f"{s:<{width}}", *(f"{c:>20}" for c in cells)]))
     failed = [r for r in results if r["failed"]]
     tampered = [r for r in results if r["tampering"]]
@@ -221,6 +254,10 @@ def summary(results: list[dict], unsafe: bool, ignored: list[str], reused: int =
         lines += ["", "Downloads not collected:"] + [f"  {line}" for line in ignored]
     if reused:
         lines += ["", f"{reused} submission(s) unchanged since an earlier run: their results were reused"]
+    waiting = [(r, total(r)[2]) for r in results if total(r)[2]]
+    if waiting:
+        lines += ["", f"Written answers to grade by hand in formgrader (Manual Grading), then run again: "
+                      f"{len(waiting)} submission(s), {sum(w for _, w in waiting):g} points in all"]
     timed = {n: sorted(r["seconds"] for r in results if r["assignment"] == n and r["seconds"]) for n in names}
     lines += ["", "Seconds per submission (median, slowest): " + ", ".join(
         f"{n} {t[len(t) // 2]:.1f}, {t[-1]:.1f}" for n, t in timed.items() if t)]
@@ -285,7 +322,7 @@ def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None
         if r["failed"] and not r["feedback"] and (feedback if isinstance(feedback, bool) else r["student"] in feedback):
             r["feedback"] = failure_page(r)
     write_outputs(root, results)
-    reset = gradebook.record(root / "gradebook.db", results)
+    reset = gradebook.record(root / "gradebook.db", results, written_to_regrade(root, results))
     write_grades(root / "grades.csv", results)
     print(printable(summary(results, unsafe, ignored, reused)))
     if reset:
