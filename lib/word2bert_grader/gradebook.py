@@ -78,7 +78,7 @@ def record(db: Path, results: list[dict], regrade: set[tuple[str, str, str]] = f
     how many were reset, for the summary.
 
     A written answer is the instructor's to grade, in formgrader: its manual score stays, unless the
-    answer is in ``regrade`` ((student, assignment, grade id): its text changed since it was graded),
+    answer is in ``regrade`` ((student, assignment, grade id): a text not recorded before this run),
     and each result gets ``manual`` (grade id -> the score given, or None while it waits).
     """
     from nbgrader.api import Gradebook
@@ -94,7 +94,7 @@ def record(db: Path, results: list[dict], regrade: set[tuple[str, str, str]] = f
                 for grade in nb.grades:
                     if grade.name in r.get("written", {}):
                         if r["failed"] or (r["student"], r["assignment"], grade.name) in regrade:
-                            grade.manual_score = None
+                            grade.manual_score = grade.extra_credit = None
                         grade.auto_score = None
                         grade.needs_manual_grade = grade.manual_score is None and not r["failed"]
                         r["manual"][grade.name] = grade.manual_score

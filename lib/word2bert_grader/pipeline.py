@@ -187,8 +187,10 @@ def write_outputs(root: Path, results: list[dict]) -> None:
 
 
 def written_to_regrade(root: Path, results: list[dict]) -> set[tuple[str, str, str]]:
-    """The written answers whose text changed since the last run (a manual score given to the old text is void);
-    records each answer's hash for the next run. Only this process reads and writes the record."""
+    """The written answers whose text this grader has not recorded before: changed since the last run, or new.
+    A hand score can only be for a text the grader had recorded before it was given, so theirs is void (a score
+    planted in a fresh gradebook does not count either). Records each answer's hash for the next run; only this
+    process reads and writes the record."""
     path = root / CACHE / "written-answers.json"
     try:
         before = json.loads(path.read_text(encoding="utf-8"))
@@ -199,7 +201,7 @@ def written_to_regrade(root: Path, results: list[dict]) -> set[tuple[str, str, s
         for gid, text in r.get("answers", {}).items():
             key = "/".join((r["student"], r["assignment"], gid))
             now[key] = hashlib.sha256(text.strip().encode()).hexdigest()
-            if before.get(key, now[key]) != now[key]:
+            if before.get(key) != now[key]:
                 changed.add((r["student"], r["assignment"], gid))
     path.parent.mkdir(exist_ok=True)
     tmp = path.with_suffix(".tmp")
