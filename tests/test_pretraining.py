@@ -258,7 +258,8 @@ def run_script(args, n_proc, tmp_path):
         launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n_proc}",
                     "-m", "word2bert.scripts.pretrain_bert"]  # fmt: skip
     env = {**os.environ, "W2B_DEVICE": "cpu", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(launcher + common + args, env=env, capture_output=True, text=True, timeout=120)
+    # generous: two ranks start slowly on a machine busy with the rest of the suite
+    done = subprocess.run(launcher + common + args, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(metrics.read_text(encoding="utf-8"))
 
