@@ -33,8 +33,10 @@ from nbgrader.api import Gradebook
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "grading"
 ASSIGNMENTS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
-# An answer that may call another student function: its tests also fail when that one is wrong.
-DEPENDS = {"build_pair_input": {"truncate_pair"}}
+# An answer that may call another student function: its tests also fail when that one is wrong. A key
+# need not be an answer: test_gpt_writes_... is exercise 3's text from three answers.
+DEPENDS = {"build_pair_input": {"truncate_pair"},
+           "gpt_writes": {"multi_head_causal_attention", "sample_next_token", "top_p_filter"}}
 FAULT_ASSIGNMENT = "01-word2vec"
 # Whose HTML feedback is written: every test of the release fails (hidden ones included), wrong-0 fails
 # with the graders' messages, the two faults fail to grade or time out.

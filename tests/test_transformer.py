@@ -108,6 +108,20 @@ def test_use_plain_attention_switches_every_layer():
     assert [m.fast for m in model] == [True, True]
 
 
+def test_only_the_fast_path_calls_scaled_dot_product_attention():
+    """What exercise 3's forbid_torch_functions sees: a call however it is reached, and none on the plain path."""
+    import torch.nn.functional as F
+
+    from word2bert.testing import forbid_torch_functions
+
+    layer, x = MultiHeadSelfAttention(8, 2, causal=True), torch.randn(2, 5, 8)
+    with forbid_torch_functions(F.scaled_dot_product_attention, what="the plain path"):
+        use_plain_attention(layer)(x)
+    with pytest.raises(AssertionError, match="the fast path calls scaled_dot_product_attention"):
+        with forbid_torch_functions(F.scaled_dot_product_attention, what="the fast path"):
+            use_plain_attention(layer, plain=False)(x)
+
+
 def test_feed_forward_is_positionwise_and_init_has_std_002():
     torch.manual_seed(0)
     ffn = FeedForward(64, 256)

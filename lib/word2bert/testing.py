@@ -54,3 +54,26 @@ def assert_frequency(count: int, n: int, p: float, what: str, sigmas: float = 6.
     assert abs(count - expected) <= tolerance, (
         f"{what}: expected about {expected:.0f} of {n} ({p:.2%}), found {count} ({count / n:.2%})"
     )
+
+
+@contextlib.contextmanager
+def forbid_torch_functions(*functions, what: str = "your answer"):
+    """Fail the enclosing test if any of torch's ``functions`` (e.g. ``F.scaled_dot_product_attention``) runs
+    inside the block, however it was reached: a torch function mode sees every call to a torch function.
+
+    Like :func:`forbid_library_calls`, a courtesy check for the student's own kernel: when grading, the student's
+    code runs in the sandbox, out of this mode's sight, so the tests must make the point by other means too.
+    """
+    from torch.overrides import TorchFunctionMode
+
+    called = set()
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func in functions:
+                called.add(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with Watch():
+        yield
+    assert not called, f"{what} calls {', '.join(sorted(called))}; the exercise is to write it out yourself."
