@@ -34,8 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "grading"
 ASSIGNMENTS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 # An answer that may call another student function: its tests also fail when that one is wrong. A key
-# need not be an answer: test_gpt_writes_... is exercise 3's text from three answers.
+# need not be an answer: test_gpt_writes_... is exercise 3's text from three answers, test_skipgram_training_...
+# exercise 1's training run with three answers.
 DEPENDS = {"build_pair_input": {"truncate_pair"},
+           "skipgram_training": {"skipgram_pairs", "noise_distribution", "sgns_loss"},
            "gpt_writes": {"multi_head_causal_attention", "sample_next_token", "top_p_filter"}}
 FAULT_ASSIGNMENT = "01-word2vec"
 # Whose HTML feedback is written: every test of the release fails (hidden ones included), wrong-0 fails
@@ -94,6 +96,11 @@ def cells_of(function: str, cells) -> list[str]:
     return [c for c in cells if c.startswith(f"test_{function}_")]
 
 
+def affected(functions: set[str]) -> set[str]:
+    """The functions, and those whose tests use them (DEPENDS): whose test cells may lose points."""
+    return set(functions) | {f for f, needs in DEPENDS.items() if needs & set(functions)}
+
+
 def write(root: Path, student: str, assignment: str, nb=None, text: str | None = None) -> None:
     folder = root / "submitted" / student / assignment
     folder.mkdir(parents=True, exist_ok=True)
@@ -113,7 +120,7 @@ def fault_submissions(root: Path) -> dict[str, list[str]]:
     """
     a = FAULT_ASSIGNMENT
     answers = solution_code(a)
-    first, second, third = answers  # skipgram_pairs, noise_distribution, sgns_loss
+    first, second, third, *_ = answers  # skipgram_pairs, noise_distribution, sgns_loss, ...
 
     def prefixed(extra: dict[str, str]):
         return submission(a, {**answers, **{f: code + "\n" + answers[f] for f, code in extra.items()}})
@@ -209,7 +216,7 @@ def test_each_wrong_implementation_loses_points_on_its_own_tests(graded):
             ids = cells_of(function, points)
             assert ids and sum(got[c] for c in ids) < sum(points[c] for c in ids), (
                 f"{assignment}/wrong/{name} kept full marks")
-        broken = set(chosen) | {f for f, needs in DEPENDS.items() if needs & set(chosen)}
+        broken = affected(set(chosen))
         for cell, value in got.items():
             if not any(cell.startswith(f"test_{f}_") for f in broken):
                 assert value == points[cell], f"{student}/{assignment}: {cell} lost points it should not"
@@ -225,12 +232,13 @@ def test_fault_cases_are_scored_and_reported(graded):
             assert any(student in line and reason in line for line in stdout.splitlines()), (student, reason)
     row = grades[("fault-not-json", FAULT_ASSIGNMENT)]
     assert row["status"] == "failed" and float(row["score"]) == 0
-    first, second, third = solution_code(FAULT_ASSIGNMENT)
+    first, second, third, *_ = solution_code(FAULT_ASSIGNMENT)
     for student, bad in (("fault-runaway", first), ("fault-exit", first), ("fault-segfault", second)):
         got = cells[(student, FAULT_ASSIGNMENT)]
         assert grades[(student, FAULT_ASSIGNMENT)]["status"] == "graded", student
         assert all(got[c] == 0 for c in cells_of(bad, points)), f"{student}: the bad cell's tests get nothing"
-        assert all(got[c] == points[c] for c in points if c not in cells_of(bad, points)), (
+        spared = [c for c in points if not any(c in cells_of(f, points) for f in affected({bad}))]
+        assert all(got[c] == points[c] for c in spared), (
             f"{student}: the rest is graded after a time-out or a crash, and printing a lot costs no points"
         )
     assert grades[("fault-runaway", FAULT_ASSIGNMENT)]["reason"].count("output truncated") == 2, (
