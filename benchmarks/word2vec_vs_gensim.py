@@ -1,6 +1,6 @@
 """word2bert's word2vec against gensim's: same corpus, same hyper-parameters, same threads; words/s and accuracy.
 
-    python benchmarks/word2vec_vs_gensim.py [--regime course rare] [--threads 1 2] [--seeds 3]
+    python benchmarks/word2vec_vs_gensim.py [--regime course rare] [--threads 1 2] [--seeds 3] [--repeats 3]
 
 Two regimes:
 
@@ -12,7 +12,9 @@ Two regimes:
   a user's own text. Accuracy: 3CosAdd on every analogy question of the corpus.
 
 Speed counts corpus words (before subsampling) times epochs over training time, vocabulary building included,
-with ``workers`` = torch threads = the given thread count for both libraries. Accuracy is the mean over seeds.
+with ``workers`` = torch threads = the given thread count for both libraries; the two libraries take turns, run
+after run, and words/s is the median over runs (``--repeats`` in the course regime, the seeds in the rare one), so
+that a busy machine slows both alike. Accuracy is the mean over seeds.
 ``diagnose`` changes one thing at a time to find the rare-word gap's cause. Then ours is timed both ways, ``sgd_step`` (written-out gradient) against ``autograd=True``, and profiled.
 gensim is a benchmark-only dependency: ``pip install -c constraints.txt gensim==4.4.0``.
 """
@@ -76,7 +78,7 @@ def table(header: list[str], rows: list[list[str]]) -> None:
     print(flush=True)
 
 
-def course_regime(threads: list[int]) -> None:
+def course_regime(threads: list[int], repeats: int) -> None:
     sentences = [s for doc in pretraining_documents(500_000, wordnet_fraction=0.25, seed=0) for s in doc]
     words = sum(map(len, sentences))
     print(f"course regime: {words:,} tokens, {len(sentences):,} sentences, min_count 5, 5 epochs\n")
@@ -84,7 +86,10 @@ def course_regime(threads: list[int]) -> None:
     rows, header = [], None
     for n in threads:
         for sg in (1, 0):
-            (ours, ours_time), (theirs, theirs_time) = train_both(sentences, n, sg=sg, **hyper)
+            runs = [train_both(sentences, n, sg=sg, **hyper) for _ in range(repeats)]
+            (ours, _), (theirs, _) = runs[0]
+            ours_time = statistics.median(r[0][1] for r in runs)
+            theirs_time = statistics.median(r[1][1] for r in runs)
             # WordNet tests from one vocabulary, so both models answer the same questions
             wordnet_tests = evaluation.wordnet_word_tests(ours.wv, n=500) if wordnet_available() else None
             name = "skip-gram" if sg else "CBOW"
@@ -113,11 +118,11 @@ def rare_regime(threads: list[int], seeds: int, sizes: list[int]) -> None:
                         acc[who].append(evaluation.analogy_accuracy(wv, questions))
                         speed[who].append(words * hyper["epochs"] / seconds)
                 singletons = sum(c == 1 for c in ours.vocab.counts) / len(ours.vocab)
-                ratio = statistics.mean(speed["word2bert"]) / statistics.mean(speed["gensim"])
+                ratio = statistics.median(speed["word2bert"]) / statistics.median(speed["gensim"])
                 rows.append([f"{words:,}", f"{singletons:.0%}", "skip-gram" if sg else "CBOW", str(n)]
                             + [f"{100 * statistics.mean(acc[w]):.1f} ± {100 * statistics.pstdev(acc[w]):.1f}"
                                for w in acc]
-                            + [f"{statistics.mean(speed[w]):,.0f}" for w in speed] + [f"{ratio:.2f}x"])
+                            + [f"{statistics.median(speed[w]):,.0f}" for w in speed] + [f"{ratio:.2f}x"])
     table(["tokens", "word types seen once", "model", "threads", "word2bert analogies %", "gensim analogies %",
            "word2bert words/s", "gensim words/s", "speed, ours / gensim"], rows)
 
@@ -190,13 +195,14 @@ def main(argv: list[str] | None = None) -> None:
                         default=["course", "rare", "diagnose", "steps", "profile"])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch threads and workers, each")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per rare-regime cell")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per course-regime cell (median)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
     args = parser.parse_args(argv)
     import gensim
 
     print(f"torch {torch.__version__}, gensim {gensim.__version__}\n")
     if "course" in args.regime:
-        course_regime(args.threads)
+        course_regime(args.threads, args.repeats)
     if "rare" in args.regime:
         rare_regime(args.threads, args.seeds, args.sizes)
     if "diagnose" in args.regime:
