@@ -1415,7 +1415,8 @@ def test_downloads_are_collected_safely(graded):
 def test_a_cell_that_ignores_sigint_costs_only_its_own_tests(graded):
     row = graded.grades[("sigint", "02-elmo")]
     # unsafe: the loop hangs the grader, or costs the ScalarMix marks too
-    assert cell_scores(graded, "sigint", "02-elmo", "test_ScalarMix") == 3
+    scalar_mix = sum(v for k, v in grade_cells("02-elmo").items() if k.startswith("test_ScalarMix"))
+    assert cell_scores(graded, "sigint", "02-elmo", "test_ScalarMix") == scalar_mix
     assert cell_scores(graded, "sigint", "02-elmo", "test_Highway") == 0
     assert "limit" in row["reason"], row
 
