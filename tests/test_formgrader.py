@@ -22,6 +22,7 @@ means for a hub without internet access.
 
 from __future__ import annotations
 
+import csv
 import importlib.metadata
 import json
 import os
@@ -43,6 +44,7 @@ from test_browser import browser  # noqa: F401 (the headless Chromium fixture)
 pytestmark = pytest.mark.slow
 
 ASSIGNMENT = "01-word2vec"
+WRITTEN = "written_noise"  # its written answer, graded by hand in the last test
 STUDENTS = {"alice": "solutions", "bob": "exercises"}  # whose notebook: the solution, the release
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 START_TIMEOUT_S = 90
@@ -63,10 +65,13 @@ def venv_tool(name: str) -> str:
     return str(here if here.exists() else ROOT / ".venv" / "bin" / name)
 
 
-def max_score(assignment: str) -> float:
+def max_score(assignment: str, written: bool | None = None) -> float:
+    """The points of the assignment's graded cells: all of them, or only the written answers (True), or only the
+    tests (False)."""
     nb = nbformat.read(str(ROOT / "solutions" / assignment / f"{assignment}.ipynb"), as_version=4)
     return sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in nb.cells
-               if c.metadata.get("nbgrader", {}).get("grade"))
+               if c.metadata.get("nbgrader", {}).get("grade")
+               and written in (None, c.cell_type == "markdown"))
 
 
 @pytest.fixture(scope="module")
@@ -271,12 +276,28 @@ def test_formgrader_shows_each_submissions_score(signed_in, lab):
             .map(r => [...r.querySelectorAll('td')].map(td => td.innerText.trim()));
         return rows.length >= 2 && rows;
     })()""", "the submissions table")
-    top = max_score(ASSIGNMENT)
+    top, tests = max_score(ASSIGNMENT), max_score(ASSIGNMENT, written=False)
+    assert top > tests, "the assignment has written answers"
     scores = {r[1]: r[4] for r in rows}  # Student ID -> Score
-    assert scores == {"alice": f"{top:g} / {top:g}", "bob": f"0 / {top:g}"}, rows
+    # Every test passed for alice; her written answers wait for the instructor.
+    assert scores == {"alice": f"{tests:g} / {top:g}", "bob": f"0 / {top:g}"}, rows
     assert all("graded" in r for r in rows), rows
     screenshot(driver, "formgrader-submissions.png")
     assert not severe(driver)
+
+
+# The grading page's cells that take a score. The autograder's score is the input's placeholder; its value is a
+# manual score. A written answer has no autograder score: formgrader marks it as needing a manual grade.
+SCORED_CELLS = """(() => {
+    const cells = [...document.querySelectorAll('.nbgrader_cell')].filter(c => c.querySelector('input.score'));
+    const manual = c => c.querySelector('input.score').classList.contains('needs_manual_grade');
+    const ready = cells.every(c => manual(c) || c.querySelector('input.score').placeholder !== '');
+    return ready && cells.length && cells.map(c => ({
+        auto: c.querySelector('input.score').placeholder,
+        manual: c.querySelector('input.score').value,
+        needsManual: manual(c),
+        text: (c.closest('.cell') || c).innerText}));
+})()"""
 
 
 def submitted_notebook(base: str, token: str, student: str) -> str:
@@ -292,20 +313,14 @@ def test_a_graded_submission_shows_its_scores_and_feedback(signed_in, lab, cours
     # Loaded, and done with its first scroll (formgrader's own, once MathJax has typeset).
     wait_for(driver, "window.formgrader && formgrader.loaded && MathJax.loaded",
              "formgrader's grading page")
-    cells = wait_for(driver, """(() => {
-        const cells = [...document.querySelectorAll('.nbgrader_cell')].filter(
-            c => c.querySelector('input.score'));
-        // The autograder's score is the input's placeholder; its value is a manual override.
-        const ready = cells.every(c => c.querySelector('input.score').placeholder !== '');
-        return ready && cells.length && cells.map(c => ({
-            auto: c.querySelector('input.score').placeholder,
-            manual: c.querySelector('input.score').value,
-            text: (c.closest('.cell') || c).innerText}));
-    })()""", "the scored test cells")
+    cells = wait_for(driver, SCORED_CELLS, "the scored cells")
     full = student == "alice"
-    top = max_score(ASSIGNMENT)
-    assert sum(float(c["auto"]) for c in cells) == (top if full else 0), cells
-    assert all(c["manual"] == "" for c in cells), "no manual score was given"
+    tests = max_score(ASSIGNMENT, written=False)
+    written = [c for c in cells if c["needsManual"]]
+    cells = [c for c in cells if not c["needsManual"]]
+    assert sum(float(c["auto"]) for c in cells) == (tests if full else 0), cells
+    assert all(c["manual"] == "" for c in cells + written), "no manual score was given"
+    assert len(written) >= 1 and all(c["auto"] == "" for c in written), "written answers wait for a hand score"
     if not full:  # every test failed: the failure is on the page, as the student's feedback shows
         assert all("NotImplementedError" in c["text"] for c in cells), [c["text"][:200] for c in cells]
         driver.execute_script("""$("body, html").stop();  // formgrader's own scroll to the top
@@ -318,7 +333,8 @@ def test_a_graded_submission_shows_its_scores_and_feedback(signed_in, lab, cours
     # The student's own page (feedback/), as the lab serves it to the instructor.
     driver.get(f"{base}/files/feedback/{student}/{ASSIGNMENT}/{ASSIGNMENT}.html?token={token}")
     text = wait_for(driver, "document.body && document.body.innerText", "the feedback page")
-    assert f"{top:g}" in text and "hidden tests ran here" in text, text[:2000]
+    assert f"/ {tests:g}" in text and "hidden tests ran here" in text, text[:2000]
+    assert f"your written answer: {WRITTEN}" in text and "graded by hand" in text, text[-2000:]
     if not full:
         assert "NotImplementedError" in text
         screenshot(driver, "formgrader-feedback.png")
@@ -336,3 +352,60 @@ def test_the_graded_copy_shows_test_cells_as_the_grader_ran_them(course):
         for cell in tests:
             text = json.dumps(cell.get("outputs", []))
             assert "not available while grading" not in text, (student, cell.metadata["nbgrader"]["grade_id"])
+
+
+def grades(course: Path) -> dict[str, dict]:
+    with open(course / "grades.csv", encoding="utf-8") as stream:
+        return {row["student"]: row for row in csv.DictReader(stream)}
+
+
+def autograde(course: Path) -> str:
+    args = "" if shutil.which("bwrap") else "ARGS=--unsafe-no-sandbox"
+    run = subprocess.run(["make", "-s", "autograde", f"COURSE={course}", "JOBS=2", *filter(None, [args])],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout
+
+
+def test_a_written_answer_is_graded_by_hand_and_counted(signed_in, lab, course):
+    """The instructor types a score into the written answer's box on formgrader's page; the next `make autograde`
+    keeps it and counts it in grades.csv; a changed answer voids it. (Last in this file: it changes the grades.)"""
+    driver, (base, token, _) = signed_in, lab
+    top, tests, written = (max_score(ASSIGNMENT, w) for w in (None, False, True))
+    before = grades(course)["alice"]
+    assert (before["score"], before["max_score"], before["to_grade_by_hand"]) == (f"{tests:g}", f"{top:g}",
+                                                                                  f"{written:g}"), before
+    submission = submitted_notebook(base, token, "alice")
+    driver.get(f"{base}/formgrader/submissions/{submission}/")
+    wait_for(driver, "window.formgrader && formgrader.loaded && MathJax.loaded", "formgrader's grading page")
+    cells = wait_for(driver, SCORED_CELLS, "the scored cells")
+    (answer,) = [c for c in cells if c["needsManual"]]
+    assert "100^0.75" in answer["text"], "formgrader shows the student's written answer"
+    driver.execute_script("""const box = [...document.querySelectorAll('input.score.needs_manual_grade')][0];
+        box.closest('.cell').scrollIntoView({block: 'center'});
+        box.value = '2'; box.dispatchEvent(new Event('change', {bubbles: true}));""")
+    given = wait_for(driver, f"""(async () => {{
+        const grades = await (await fetch('{base}/formgrader/api/grades?submission_id={submission}')).json();
+        const g = grades.find(g => g.name === '{WRITTEN}');
+        return g && g.manual_score !== null && g.manual_score;
+    }})()""", "the hand score saved in the gradebook")
+    assert given == 2, given
+    time.sleep(0.5)
+    screenshot(driver, "formgrader-written.png")
+    assert not [m for m in severe(driver) if CDN_MATHJAX not in m]
+
+    out = autograde(course)
+    after = grades(course)["alice"]
+    assert (after["score"], after["max_score"], after["to_grade_by_hand"]) == (f"{tests + 2:g}", f"{top:g}", "0"), (
+        after, out)
+
+    # alice changes her answer and submits again: the score given to the old text no longer counts
+    path = course / "submitted" / "alice" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb = nbformat.read(str(path), as_version=4)
+    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == WRITTEN]
+    cell.source = "A new answer, written after the first was graded."
+    nbformat.write(nb, str(path))
+    out = autograde(course)
+    again = grades(course)["alice"]
+    assert (again["score"], again["to_grade_by_hand"]) == (f"{tests:g}", f"{written:g}"), (again, out)
+    assert "Written answers to grade by hand" in out, out

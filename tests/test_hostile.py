@@ -54,9 +54,10 @@ pytestmark = pytest.mark.slow
 # release_nb, solution_nb, grade_id and solution_code: from test_grading (imported above).
 
 
-def grade_cells(assignment: str) -> dict[str, float]:
+def grade_cells(assignment: str, written: bool = False) -> dict[str, float]:
+    """The test cells' points (the grader's), or the written answers' (graded by hand)."""
     return {grade_id(c): float(c.metadata.nbgrader["points"]) for c in release_nb(assignment).cells
-            if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+            if c.get("metadata", {}).get("nbgrader", {}).get("grade") and (c.cell_type == "markdown") == written}
 
 
 def submission(assignment: str, answers: dict[str, str] | None = None,
@@ -1426,7 +1427,8 @@ def test_edited_test_metadata_changes_no_points(graded):
     got = graded.cells[("metadata", "01-word2vec")]
     # unsafe: points taken from the submission (100 for sgns_loss_visible), a test dropped by a
     # renamed id or a removed grade flag, a test counted twice
-    assert float(row["max_score"]) == full("01-word2vec") and float(row["score"]) == full("01-word2vec"), row
+    written = sum(grade_cells("01-word2vec", written=True).values())
+    assert float(row["max_score"]) == full("01-word2vec") + written and float(row["score"]) == full("01-word2vec"), row
     assert got["cells"] == grade_cells("01-word2vec"), got
 
 
