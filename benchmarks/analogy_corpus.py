@@ -28,8 +28,16 @@ def _word(rng: random.Random, used: set[str]) -> str:
             return w
 
 
-def analogy_corpus(tokens: int, seed: int = 0, relations: int = 6, pairs: int = 20, filler_vocab: int = 30_000,
-                   relational_share: float = 0.5, cues: int = 6, identity: int = 3):
+def analogy_corpus(
+    tokens: int,
+    seed: int = 0,
+    relations: int = 6,
+    pairs: int = 20,
+    filler_vocab: int = 30_000,
+    relational_share: float = 0.5,
+    cues: int = 6,
+    identity: int = 3,
+):
     """About ``tokens`` tokens of sentences (lists of words), and analogy questions over every pair."""
     rng = random.Random(seed)
     used: set[str] = set()
@@ -38,8 +46,9 @@ def analogy_corpus(tokens: int, seed: int = 0, relations: int = 6, pairs: int = 
     rels = []
     for _ in range(relations):
         side_cues = ([_word(rng, used) for _ in range(cues)], [_word(rng, used) for _ in range(cues)])
-        members = [(_word(rng, used), _word(rng, used), [_word(rng, used) for _ in range(identity)])
-                   for _ in range(pairs)]
+        members = [
+            (_word(rng, used), _word(rng, used), [_word(rng, used) for _ in range(identity)]) for _ in range(pairs)
+        ]
         rels.append((side_cues, members))
     pair_weights = list(accumulate(1 / (k + 1) ** 0.8 for k in range(pairs)))  # some pairs are rare
 

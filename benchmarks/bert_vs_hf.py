@@ -27,9 +27,17 @@ def _timed(fn) -> float:
 
 def main(hidden=128, layers=2, heads=4, vocab=4096, batch=8, seq=64, repeats=10):
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                        intermediate_size=4 * hidden, max_position_embeddings=seq, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0, attn_implementation="sdpa")  # fmt: skip
+    config = BertConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        max_position_embeddings=seq,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        attn_implementation="sdpa",
+    )
     hf = BertForPreTraining(config)
     ours = from_hf(hf)
     ids = torch.randint(0, vocab, (batch, seq))
@@ -54,23 +62,15 @@ def main(hidden=128, layers=2, heads=4, vocab=4096, batch=8, seq=64, repeats=10)
 
     # Training FLOPs per token: 6 per weight of every matmul (forward 2, backward 4) plus attention's
     # Q K^T and weights @ V: 2 matmuls x 2 FLOPs x seq x hidden per layer, times 3 for the backward.
-    matmul_weights = (
-        layers * (4 * hidden * hidden + 2 * hidden * 4 * hidden)
-        + hidden * hidden * 2
-        + hidden * vocab
-    )
+    matmul_weights = layers * (4 * hidden * hidden + 2 * hidden * 4 * hidden) + hidden * hidden * 2 + hidden * vocab
     flops = batch * seq * (6 * matmul_weights + 12 * layers * seq * hidden)
     peak = matmul_peak()
-    print(
-        f"BERT hidden={hidden} layers={layers} vocab={vocab}, batch {batch}x{seq}, {torch.get_num_threads()} threads"
-    )
+    print(f"BERT hidden={hidden} layers={layers} vocab={vocab}, batch {batch}x{seq}, {torch.get_num_threads()} threads")
     print(f"measured float32 matmul peak: {peak / 1e9:.1f} GFLOP/s")
     print("| model | fwd+bwd tokens/s | GFLOP/s | fraction of peak |")
     print("|---|---|---|---|")
     for name, s in t.items():
-        print(
-            f"| {name} | {batch * seq / s:,.0f} | {flops / s / 1e9:.1f} | {flops / s / peak:.0%} |"
-        )
+        print(f"| {name} | {batch * seq / s:,.0f} | {flops / s / 1e9:.1f} | {flops / s / peak:.0%} |")
     print(f"ratio ours/HF: {t['hf'] / t['ours']:.2f}x")
 
 

@@ -41,8 +41,10 @@ def main(batch_size: int = 64, repeats: int = 10):
 
     one_by_one = sentences[:16]
     print(f"ELMo {pretrained.config}")
-    print(f"batch: {batch_size} toy-world sentences, {tokens} positions ({words} words + markers), "
-          f"padded to {tuple(batch['chars'].shape[:2])}")
+    print(
+        f"batch: {batch_size} toy-world sentences, {tokens} positions ({words} words + markers), "
+        f"padded to {tuple(batch['chars'].shape[:2])}"
+    )
     print("| threads | training tokens/s | inference tokens/s (batched) | inference words/s (embed_sentence) |")
     print("|---|---|---|---|")
     for threads in (1, 2):

@@ -40,8 +40,13 @@ def run(threads: int, steps: int = 60, n_train: int = 320, n_test: int = 200, se
     predictions = ft.predict("sentiment", model, encoder.tokenizer, test, ft.FinetuneConfig())
     accuracy = ft.score("sentiment", predictions, test)["accuracy"]
     end = time.perf_counter()
-    return {"threads": threads, "load_s": loaded - start, "train_s": trained - loaded, "eval_s": end - trained,
-            "accuracy": accuracy}
+    return {
+        "threads": threads,
+        "load_s": loaded - start,
+        "train_s": trained - loaded,
+        "eval_s": end - trained,
+        "accuracy": accuracy,
+    }
 
 
 if __name__ == "__main__":

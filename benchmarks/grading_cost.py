@@ -50,8 +50,10 @@ def grade(cmd: list[str], env: dict) -> tuple[float, str]:
 
 def per_assignment(stdout: str) -> dict[str, tuple[float, float]]:
     line = next(x for x in stdout.splitlines() if x.startswith("Seconds per submission"))
-    return {name: (float(median), float(slowest))
-            for name, median, slowest in re.findall(r"(\S+) ([\d.]+), ([\d.]+)", line.split(":", 1)[1])}
+    return {
+        name: (float(median), float(slowest))
+        for name, median, slowest in re.findall(r"(\S+) ([\d.]+), ([\d.]+)", line.split(":", 1)[1])
+    }
 
 
 def main() -> None:
@@ -63,25 +65,57 @@ def main() -> None:
         tmp = Path(tmp)
         old = tmp / "before-src"
         old.mkdir()
-        archive = subprocess.run(["git", "archive", BEFORE, "lib", "solutions", "exercises", "nbgrader_config.py"],
-                                 cwd=ROOT, capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "archive", BEFORE, "lib", "solutions", "exercises", "nbgrader_config.py"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
         n_before = build_class(tmp / "before", old, args.copies)
         n_after = build_class(tmp / "after", ROOT, args.copies)
         old_env = {**env, "PYTHONPATH": str(old / "lib")}
-        wall_before, out_before = grade([sys.executable, "-m", "word2bert.grading", "--root", str(tmp / "before"),
-                                         "autograde", "--jobs", "2", "--no-feedback"], old_env)
-        wall_after, out_after = grade([sys.executable, "-m", "word2bert_grader", "--root", str(tmp / "after"),
-                                       "autograde", "--jobs", "2", "--no-feedback"], env)
+        wall_before, out_before = grade(
+            [
+                sys.executable,
+                "-m",
+                "word2bert.grading",
+                "--root",
+                str(tmp / "before"),
+                "autograde",
+                "--jobs",
+                "2",
+                "--no-feedback",
+            ],
+            old_env,
+        )
+        wall_after, out_after = grade(
+            [
+                sys.executable,
+                "-m",
+                "word2bert_grader",
+                "--root",
+                str(tmp / "after"),
+                "autograde",
+                "--jobs",
+                "2",
+                "--no-feedback",
+            ],
+            env,
+        )
     before, after = per_assignment(out_before), per_assignment(out_after)
     print(f"{args.copies} solution submissions per assignment, --jobs 2, {os.cpu_count()} cores")
-    print(f"{'assignment':<22}{'before median':>14}{'after median':>14}{'ratio':>8}"
-          f"{'before slowest':>16}{'after slowest':>15}")
+    print(
+        f"{'assignment':<22}{'before median':>14}{'after median':>14}{'ratio':>8}"
+        f"{'before slowest':>16}{'after slowest':>15}"
+    )
     for name in sorted(after):
         b, a = before[name], after[name]
         print(f"{name:<22}{b[0]:>14.1f}{a[0]:>14.1f}{a[0] / b[0]:>7.2f}x{b[1]:>16.1f}{a[1]:>15.1f}")
-    print(f"whole class: before {wall_before:.0f} s for {n_before}, after {wall_after:.0f} s for {n_after} "
-          f"({wall_after / wall_before:.2f}x)")
+    print(
+        f"whole class: before {wall_before:.0f} s for {n_before}, after {wall_after:.0f} s for {n_after} "
+        f"({wall_after / wall_before:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

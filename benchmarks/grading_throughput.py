@@ -43,8 +43,12 @@ def build_class(course: Path, copies: int) -> int:
 def autograde(course: Path, *args: str) -> float:
     shutil.rmtree(course / ".grading-cache", ignore_errors=True)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "word2bert_grader", "--root", str(course), "autograde", "--no-feedback",
-                    *args], check=True, capture_output=True, env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
+    subprocess.run(
+        [sys.executable, "-m", "word2bert_grader", "--root", str(course), "autograde", "--no-feedback", *args],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"},
+    )
     return time.perf_counter() - start
 
 
@@ -54,12 +58,19 @@ def start_cluster(nanny: bool) -> tuple[str, list[subprocess.Popen]]:
         port = s.getsockname()[1]
     address = f"tcp://127.0.0.1:{port}"
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    processes = [subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                   "--no-dashboard"], **quiet)]
+    processes = [
+        subprocess.Popen(
+            [BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet
+        )
+    ]
     extra = ["--nworkers", "2"] if nanny else ["--no-nanny"]
     for _ in range(1 if nanny else 2):
-        processes.append(subprocess.Popen([BIN / "dask", "worker", address, "--nthreads", "1", "--host", "127.0.0.1",
-                                           "--no-dashboard", *extra], **quiet))
+        processes.append(
+            subprocess.Popen(
+                [BIN / "dask", "worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard", *extra],
+                **quiet,
+            )
+        )
     from distributed import Client
 
     with Client(address, timeout="60s") as client:
@@ -100,8 +111,10 @@ def main() -> None:
                         p.wait(timeout=30)
                     except subprocess.TimeoutExpired:
                         p.kill()
-    print(f"{n} solution submissions (exercises 1-4 x {args.copies}, exercise 5 x {max(1, args.copies // 5)}), "
-          f"{os.cpu_count()} cores")
+    print(
+        f"{n} solution submissions (exercises 1-4 x {args.copies}, exercise 5 x {max(1, args.copies // 5)}), "
+        f"{os.cpu_count()} cores"
+    )
     print(f"{'executor':<44}{'seconds':>9}{'per minute':>12}{'s/submission':>14}{'Dask overhead/task':>20}")
     for label, seconds, overhead in rows:
         extra = f"{overhead * 1000:.1f} ms" if overhead is not None else "-"
@@ -109,8 +122,10 @@ def main() -> None:
     cost = min(seconds for _, seconds, _ in rows) / n * 2  # CPU-seconds per submission on these 2 cores
     print(f"projection (one submission costs {cost:.1f} CPU-s; one single-thread worker per core):")
     for workers in (2, 8, 32, 128):
-        print(f"  {workers:>4} workers: {workers / cost * 60:>7.0f} submissions per minute; "
-              f"5,000 submissions in {5000 * cost / workers / 60:.0f} min")
+        print(
+            f"  {workers:>4} workers: {workers / cost * 60:>7.0f} submissions per minute; "
+            f"5,000 submissions in {5000 * cost / workers / 60:.0f} min"
+        )
 
 
 if __name__ == "__main__":

@@ -8,8 +8,11 @@ import sys
 from pathlib import Path
 
 here = Path(__file__).parent
-scripts = sorted(p for p in here.glob("*.py")  # scripts, not the modules they import
-                 if p.name != "run.py" and '__name__ == "__main__"' in p.read_text(encoding="utf-8"))
+scripts = sorted(
+    p
+    for p in here.glob("*.py")  # scripts, not the modules they import
+    if p.name != "run.py" and '__name__ == "__main__"' in p.read_text(encoding="utf-8")
+)
 failed = []
 for script in scripts:
     print(f"\n=== {script.name} ===", flush=True)

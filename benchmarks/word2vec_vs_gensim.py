@@ -15,7 +15,8 @@ Speed counts corpus words (before subsampling) times epochs over training time, 
 with ``workers`` = torch threads = the given thread count for both libraries; the two libraries take turns, run
 after run, and words/s is the median over runs (``--repeats`` in the course regime, the seeds in the rare one), so
 that a busy machine slows both alike. Accuracy is the mean over seeds.
-``diagnose`` changes one thing at a time to find the rare-word gap's cause. Then ours is timed both ways, ``sgd_step`` (written-out gradient) against ``autograd=True``, and profiled.
+``diagnose`` changes one thing at a time to find the rare-word gap's cause. Then ours is timed both ways,
+``sgd_step`` (written-out gradient) against ``autograd=True``, and profiled.
 gensim is a benchmark-only dependency: ``pip install -c constraints.txt gensim==4.4.0``.
 """
 
@@ -96,8 +97,9 @@ def course_regime(threads: list[int], repeats: int) -> None:
             for who, wv, seconds in [("word2bert", ours.wv, ours_time), ("gensim", theirs, theirs_time)]:
                 result = course_scores(wv, wordnet_tests)
                 header = header or ["model", "threads", "words/s"] + list(result)
-                rows.append([f"{name}, {who}", str(n), f"{words * 5 / seconds:,.0f}"]
-                            + [f"{v:.1%}" for v in result.values()])
+                rows.append(
+                    [f"{name}, {who}", str(n), f"{words * 5 / seconds:,.0f}"] + [f"{v:.1%}" for v in result.values()]
+                )
     table(header, rows)
 
 
@@ -119,12 +121,26 @@ def rare_regime(threads: list[int], seeds: int, sizes: list[int]) -> None:
                         speed[who].append(words * hyper["epochs"] / seconds)
                 singletons = sum(c == 1 for c in ours.vocab.counts) / len(ours.vocab)
                 ratio = statistics.median(speed["word2bert"]) / statistics.median(speed["gensim"])
-                rows.append([f"{words:,}", f"{singletons:.0%}", "skip-gram" if sg else "CBOW", str(n)]
-                            + [f"{100 * statistics.mean(acc[w]):.1f} ± {100 * statistics.pstdev(acc[w]):.1f}"
-                               for w in acc]
-                            + [f"{statistics.median(speed[w]):,.0f}" for w in speed] + [f"{ratio:.2f}x"])
-    table(["tokens", "word types seen once", "model", "threads", "word2bert analogies %", "gensim analogies %",
-           "word2bert words/s", "gensim words/s", "speed, ours / gensim"], rows)
+                rows.append(
+                    [f"{words:,}", f"{singletons:.0%}", "skip-gram" if sg else "CBOW", str(n)]
+                    + [f"{100 * statistics.mean(acc[w]):.1f} ± {100 * statistics.pstdev(acc[w]):.1f}" for w in acc]
+                    + [f"{statistics.median(speed[w]):,.0f}" for w in speed]
+                    + [f"{ratio:.2f}x"]
+                )
+    table(
+        [
+            "tokens",
+            "word types seen once",
+            "model",
+            "threads",
+            "word2bert analogies %",
+            "gensim analogies %",
+            "word2bert words/s",
+            "gensim words/s",
+            "speed, ours / gensim",
+        ],
+        rows,
+    )
 
 
 def diagnose(seeds: int) -> None:
@@ -149,8 +165,10 @@ def diagnose(seeds: int) -> None:
         theirs = gensim_vectors(GensimWord2Vec(sentences, workers=1, seed=seed, **hyper))
         scores["gensim"].append(evaluation.analogy_accuracy(theirs, questions))
     print(f"skip-gram, one thread, 300k-token generated corpus, {hyper}, {seeds} seeds\n")
-    table(["variant", "analogies %"], [[name, f"{100 * statistics.mean(v):.1f} ± {100 * statistics.pstdev(v):.1f}"]
-                                       for name, v in scores.items()])
+    table(
+        ["variant", "analogies %"],
+        [[name, f"{100 * statistics.mean(v):.1f} ± {100 * statistics.pstdev(v):.1f}"] for name, v in scores.items()],
+    )
 
 
 def step_timing() -> None:
@@ -163,8 +181,14 @@ def step_timing() -> None:
             start = time.perf_counter()
             w2v.Word2Vec(sentences, vector_size=64, min_count=1, sg=sg, workers=1, progress=False, autograd=autograd)
             seconds[autograd] = time.perf_counter() - start
-        rows.append(["skip-gram" if sg else "CBOW", f"{seconds[False]:.1f}", f"{seconds[True]:.1f}",
-                     f"{seconds[True] / seconds[False]:.1f}x"])
+        rows.append(
+            [
+                "skip-gram" if sg else "CBOW",
+                f"{seconds[False]:.1f}",
+                f"{seconds[True]:.1f}",
+                f"{seconds[True] / seconds[False]:.1f}x",
+            ]
+        )
     print("one thread, 100k-token generated corpus, 5 epochs\n")
     table(["model", "sgd_step (s)", "autograd + torch.optim.SGD (s)", "sgd_step is faster by"], rows)
 
@@ -182,17 +206,28 @@ def profile() -> None:
     profiler.disable()
     stats = pstats.Stats(profiler).stats
     total = sum(tt for _, _, tt, _, _ in stats.values())
-    rows = sorted(((tt, f"{Path(file).name}:{line} {name}" if line else name) for (file, line, name), (_, _, tt, _, _)
-                   in stats.items()), reverse=True)[:10]
+    rows = sorted(
+        (
+            (tt, f"{Path(file).name}:{line} {name}" if line else name)
+            for (file, line, name), (_, _, tt, _, _) in stats.items()
+        ),
+        reverse=True,
+    )[:10]
     print(f"one thread, 300k tokens, skip-gram, 5 epochs: {total:.1f} s in all\n")
-    table(["function (own time, callees apart)", "seconds", "share"],
-          [[f"`{where}`", f"{tt:.2f}", f"{tt / total:.0%}"] for tt, where in rows])
+    table(
+        ["function (own time, callees apart)", "seconds", "share"],
+        [[f"`{where}`", f"{tt:.2f}", f"{tt / total:.0%}"] for tt, where in rows],
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--regime", nargs="+", choices=["course", "rare", "diagnose", "steps", "profile"],
-                        default=["course", "rare", "diagnose", "steps", "profile"])
+    parser.add_argument(
+        "--regime",
+        nargs="+",
+        choices=["course", "rare", "diagnose", "steps", "profile"],
+        default=["course", "rare", "diagnose", "steps", "profile"],
+    )
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch threads and workers, each")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per rare-regime cell")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per course-regime cell (median)")

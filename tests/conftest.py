@@ -21,9 +21,7 @@ def current_run_id() -> str:
     """One id per `pytest` invocation, the same on every xdist worker (xdist shares
     PYTEST_XDIST_TESTRUNUID; without xdist, the first call makes one up and keeps it in the
     environment)."""
-    return os.environ.get("PYTEST_XDIST_TESTRUNUID") or os.environ.setdefault(
-        "W2B_TEST_RUN_ID", uuid.uuid4().hex
-    )
+    return os.environ.get("PYTEST_XDIST_TESTRUNUID") or os.environ.setdefault("W2B_TEST_RUN_ID", uuid.uuid4().hex)
 
 
 def _jupyter_book() -> str:

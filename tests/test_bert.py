@@ -20,9 +20,14 @@ TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 def tiny_hf_config():
     return HFBertConfig(
-        vocab_size=120, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-        max_position_embeddings=32, attn_implementation="eager",
-    )  # fmt: skip
+        vocab_size=120,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=32,
+        attn_implementation="eager",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,9 +78,7 @@ def test_loss_equals_hf(hf, ours):
     nsp = torch.tensor([0, 1, 1])
     with torch.no_grad():
         got = ours(ids, tt, am, labels=labels, next_sentence_label=nsp).loss
-        ref = hf(
-            ids, token_type_ids=tt, attention_mask=am, labels=labels, next_sentence_label=nsp
-        ).loss
+        ref = hf(ids, token_type_ids=tt, attention_mask=am, labels=labels, next_sentence_label=nsp).loss
     torch.testing.assert_close(got, ref, **TOL)
 
 
@@ -93,17 +96,20 @@ def test_from_hf_bert_model_and_padding_leaves_real_tokens_unchanged(hf):
 def test_parameter_counts_equal_hf_and_the_paper_roughly(size, paper):
     config = getattr(BertConfig, size)()
     hf_config = HFBertConfig(
-        hidden_size=config.hidden_size, num_hidden_layers=config.num_hidden_layers,
-        num_attention_heads=config.num_attention_heads, intermediate_size=config.intermediate_size,
-    )  # fmt: skip
+        hidden_size=config.hidden_size,
+        num_hidden_layers=config.num_hidden_layers,
+        num_attention_heads=config.num_attention_heads,
+        intermediate_size=config.intermediate_size,
+    )
     with torch.device("meta"):  # shapes only: no memory, no time
         counts = {
             "encoder": (count_parameters(Bert(config)), HFBertModel(hf_config).num_parameters()),
-            "pre-training": (count_parameters(BertForPreTraining(config)), HFBertForPreTraining(hf_config).num_parameters()),
-        }  # fmt: skip
-    print(
-        f"BERT-{size}: ours {counts['encoder'][0]:,} | HF {counts['encoder'][1]:,} | paper {paper / 1e6:.0f}M"
-    )
+            "pre-training": (
+                count_parameters(BertForPreTraining(config)),
+                HFBertForPreTraining(hf_config).num_parameters(),
+            ),
+        }
+    print(f"BERT-{size}: ours {counts['encoder'][0]:,} | HF {counts['encoder'][1]:,} | paper {paper / 1e6:.0f}M")
     for ours_count, hf_count in counts.values():
         assert ours_count == hf_count
     assert abs(counts["encoder"][0] - paper) / paper < 0.02
@@ -132,10 +138,7 @@ def trained():
     data = tok.batch(encs[:8])
     g = torch.Generator().manual_seed(0)
     special = torch.tensor(
-        [
-            e.special_tokens_mask + [1] * (data["input_ids"].size(1) - len(e.input_ids))
-            for e in encs[:8]
-        ]
+        [e.special_tokens_mask + [1] * (data["input_ids"].size(1) - len(e.input_ids)) for e in encs[:8]]
     )
     masked = (torch.rand(data["input_ids"].shape, generator=g) < 0.3) & (special == 0)
     labels = data["input_ids"].masked_fill(~masked, -100)
@@ -143,11 +146,25 @@ def trained():
     nsp = torch.tensor([0, 1] * 4)
     batch = {**data, "input_ids": inputs, "labels": labels, "next_sentence_label": nsp}
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
-                                          num_attention_heads=2, intermediate_size=64, max_position_embeddings=32,
-                                          dropout=0.0), tok)  # fmt: skip
-    history = train(model, [batch], lambda m, b: m(**b).loss, TrainConfig(steps=30, lr=1e-2, warmup_steps=3,
-                                                                           schedule="linear"), device="cpu")  # fmt: skip
+    model = BertForPreTraining(
+        BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=32,
+            dropout=0.0,
+        ),
+        tok,
+    )
+    history = train(
+        model,
+        [batch],
+        lambda m, b: m(**b).loss,
+        TrainConfig(steps=30, lr=1e-2, warmup_steps=3, schedule="linear"),
+        device="cpu",
+    )
     return model.eval(), history
 
 
@@ -170,19 +187,13 @@ def test_embed_sentence_pools_pieces_drops_specials_and_sees_both_sides(trained)
     a = model.embed_sentence(["the", "cat", "sat", "on", "the", "mat"])
     b = model.embed_sentence(["the", "cat", "sat", "on", "the", "log"])
     assert a.shape == (3, 6, 32)
-    assert not torch.allclose(
-        a[2:, 0], b[2:, 0]
-    )  # the first word's vector depends on the last word
+    assert not torch.allclose(a[2:, 0], b[2:, 0])  # the first word's vector depends on the last word
     torch.testing.assert_close(a[0, :5], b[0, :5])  # layer 0, the embeddings, has no context
     enc = model.tokenizer.encode_words(["the", "toe"])
-    states = torch.cat(
-        model(torch.tensor([enc.input_ids]), output_hidden_states=True).hidden_states
-    )
+    states = torch.cat(model(torch.tensor([enc.input_ids]), output_hidden_states=True).hidden_states)
     pieces = [i for i, w in enumerate(enc.word_ids) if w == 1]
     assert len(pieces) > 1
-    torch.testing.assert_close(
-        model.embed_sentence(["the", "toe"])[:, 1], states[:, pieces].mean(dim=1)
-    )
+    torch.testing.assert_close(model.embed_sentence(["the", "toe"])[:, 1], states[:, pieces].mean(dim=1))
 
 
 def test_a_conversion_that_does_not_fit_is_refused_before_anything_is_copied():

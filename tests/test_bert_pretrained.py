@@ -57,7 +57,9 @@ def test_pretrained_matches_its_card_on_held_out_instances():
     for name in ("MLM accuracy", "NSP accuracy"):
         claimed = float(re.search(rf"- {name}: ([0-9.]+)", text).group(1))
         key = name.split()[0].lower() + "_accuracy"
-        assert abs(metrics[key] - claimed) < 0.01, f"{name}: the card says {claimed}, the checkpoint gives {metrics[key]}"
+        assert abs(metrics[key] - claimed) < 0.01, (
+            f"{name}: the card says {claimed}, the checkpoint gives {metrics[key]}"
+        )
     assert metrics["mlm_accuracy"] > 0.2, "above the ~0.12 of always guessing the most frequent piece"
 
 

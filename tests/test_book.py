@@ -28,15 +28,11 @@ LINK_ATTRIBUTES = {
     "source": "src",
     "iframe": "src",
 }
-EXTERNAL = re.compile(
-    r"^([a-z][a-z0-9+.-]*:|//)", re.IGNORECASE
-)  # http:, https:, mailto:, data:, javascript:, //host
+EXTERNAL = re.compile(r"^([a-z][a-z0-9+.-]*:|//)", re.IGNORECASE)  # http:, https:, mailto:, data:, javascript:, //host
 SHORTEST_SOLUTION_LINE = 25  # shorter solution lines (`return x`) are too common to mean a leak
 # A Markdown table row shown as text: a line that starts and ends with "|" with a cell boundary between,
 # or a delimiter row ("|---|", "| :-- |", or "|—|" once Sphinx's smart quotes have made "---" a dash).
-MARKDOWN_TABLE_ROW = re.compile(
-    r"^[ \t]*\|(?:[^|\n]*\|){2,}[ \t]*$|\|[ \t]*:?(?:-{3,}|[—–]+):?[ \t]*\|", re.MULTILINE
-)
+MARKDOWN_TABLE_ROW = re.compile(r"^[ \t]*\|(?:[^|\n]*\|){2,}[ \t]*$|\|[ \t]*:?(?:-{3,}|[—–]+):?[ \t]*\|", re.MULTILINE)
 # What a tqdm bar leaves as text: "100%|████| 200/200 [00:41<00:00, 4.80it/s]".
 PROGRESS_BAR = re.compile(r"\d%\||█|\[\d+:\d\d(?:<[\d:?]+)?, *[\d.?]+ *[a-zA-Z]+/[a-zA-Z]+\]")
 # The cell tags that keep a cell's outputs off its page.
@@ -79,9 +75,7 @@ def source_pages(book_dir: Path = BOOK_DIR) -> set[str]:
     pages = set()
     for folder in PAGE_FOLDERS:
         for path in (book_dir / folder).rglob("*"):
-            if path.suffix in PAGE_SUFFIXES and not any(
-                p.startswith((".", "_")) for p in path.parts
-            ):
+            if path.suffix in PAGE_SUFFIXES and not any(p.startswith((".", "_")) for p in path.parts):
                 pages.add(path.relative_to(book_dir).with_suffix("").as_posix())
     return pages
 
@@ -129,8 +123,7 @@ def visible_text(path: Path) -> str:
     if path.suffix == ".ipynb":
         cells = json.loads(raw).get("cells", [])
         return "\n".join(
-            "".join(c.get("source", ""))
-            + "".join("".join(o.get("text", "")) for o in c.get("outputs", []))
+            "".join(c.get("source", "")) + "".join("".join(o.get("text", "")) for o in c.get("outputs", []))
             for c in cells
         )
     return raw
@@ -145,18 +138,12 @@ def solution_only_lines(root: Path = ROOT) -> set[str]:
             inside = False
             for line in "".join(cell["source"]).splitlines():
                 if any(m in line for m in MARKERS):
-                    inside = any(
-                        line.strip().endswith(m) for m in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS")
-                    )
+                    inside = any(line.strip().endswith(m) for m in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS"))
                 elif inside and len(line.strip()) >= SHORTEST_SOLUTION_LINE:
                     blocks.add(line.strip())
     public = []
     for folder in ("book", "exercises", "lib"):
-        public += [
-            p
-            for p in (root / folder).rglob("*")
-            if p.is_file() and p.suffix in (".md", ".ipynb", ".py")
-        ]
+        public += [p for p in (root / folder).rglob("*") if p.is_file() and p.suffix in (".md", ".ipynb", ".py")]
     shown = "\n".join(visible_text(p) for p in public)
     return {line for line in blocks if line not in shown}
 
@@ -164,12 +151,8 @@ def solution_only_lines(root: Path = ROOT) -> set[str]:
 def test_no_page_is_orphaned_from_the_toc():
     listed = set(toc_files())
     orphans = sorted(source_pages() - listed)
-    assert not orphans, (
-        f"pages in book/ or exercises/ that _toc.yml does not list (never built): {orphans}"
-    )
-    missing = sorted(
-        f for f in listed if not any((BOOK_DIR / f"{f}{s}").exists() for s in PAGE_SUFFIXES)
-    )
+    assert not orphans, f"pages in book/ or exercises/ that _toc.yml does not list (never built): {orphans}"
+    missing = sorted(f for f in listed if not any((BOOK_DIR / f"{f}{s}").exists() for s in PAGE_SUFFIXES))
     assert not missing, f"_toc.yml lists pages that do not exist: {missing}"
 
 
@@ -200,8 +183,11 @@ def test_every_internal_link_and_anchor_resolves(built_book):
 @pytest.mark.book
 def test_the_build_prints_no_deprecation_warning(built_book):
     log = (built_book.parent / "book-build.log").read_text(encoding="utf-8")
-    found = [line.strip() for line in log.splitlines()
-             if DEPRECATION.search(line) and not any(k.search(line) for k in KNOWN_DEPRECATIONS)]
+    found = [
+        line.strip()
+        for line in log.splitlines()
+        if DEPRECATION.search(line) and not any(k.search(line) for k in KNOWN_DEPRECATIONS)
+    ]
     assert not found, "deprecation warnings in the book's build:\n" + "\n".join(sorted(set(found)))
 
 
@@ -230,20 +216,14 @@ def test_exercises_are_rendered_and_downloadable(built_book):
     for name in exercises:
         page = built_book / f"{name}.html"
         assert page.exists(), f"exercise {name} was not rendered"
-        downloads = [
-            t for tag, url, t, _ in local_targets(page) if tag == "a" and t.suffix == ".ipynb"
-        ]
-        assert downloads and all(t.exists() for t in downloads), (
-            f"{name}: no working .ipynb download link"
-        )
+        downloads = [t for tag, url, t, _ in local_targets(page) if tag == "a" and t.suffix == ".ipynb"]
+        assert downloads and all(t.exists() for t in downloads), f"{name}: no working .ipynb download link"
         notebook = json.loads(downloads[0].read_text(encoding="utf-8"))
         source = json.loads((BOOK_DIR / f"{name}.ipynb").read_text(encoding="utf-8"))
         assert [c["source"] for c in notebook["cells"]] == [c["source"] for c in source["cells"]], (
             f"{name}: the downloadable notebook differs from the release in exercises/"
         )
-        assert "Traceback" not in soup(page).get_text(), (
-            f"{name}: the page was executed (its stubs raise)"
-        )
+        assert "Traceback" not in soup(page).get_text(), f"{name}: the page was executed (its stubs raise)"
 
 
 @pytest.mark.book
@@ -256,8 +236,7 @@ def test_progress_bars_are_text_not_widgets(built_book):
         if soup(page).find("script", type="application/vnd.jupyter.widget-state+json")
     ]
     assert not widget_pages, (
-        f"pages with ipywidgets output: {widget_pages}; "
-        "use `from tqdm import tqdm` (a text progress bar)"
+        f"pages with ipywidgets output: {widget_pages}; use `from tqdm import tqdm` (a text progress bar)"
     )
 
 
@@ -270,9 +249,8 @@ def test_figures_have_alt_text(built_book):
             # myst-nb falls back to the image's path when a notebook figure was given no alt text
             if not alt or alt == src or re.search(r"\.(png|svg|jpe?g|gif)$", alt, re.IGNORECASE):
                 missing.append(f"{page.relative_to(built_book)}: {src} (alt={alt!r})")
-    assert not missing, (
-        "figures without alt text (set it in the cell's metadata or the figure):\n"
-        + "\n".join(missing[:30])
+    assert not missing, "figures without alt text (set it in the cell's metadata or the figure):\n" + "\n".join(
+        missing[:30]
     )
 
 
@@ -293,9 +271,7 @@ def executed_notebook(built_book: Path, page: Path) -> nbformat.NotebookNode | N
 
     myst-nb writes it to `_build/jupyter_execute`, but one taken from the jupyter-cache is written there
     without its outputs; its outputs are then the cache's (`execute.cache` in _config.yml)."""
-    path = (
-        built_book.parent / "jupyter_execute" / page.relative_to(built_book).with_suffix(".ipynb")
-    )
+    path = built_book.parent / "jupyter_execute" / page.relative_to(built_book).with_suffix(".ipynb")
     if not path.exists():
         return None
     notebook = nbformat.read(path, as_version=4)
@@ -339,13 +315,9 @@ def test_every_printed_table_is_an_html_table(built_book):
         printed += expected
         rendered = len(soup(page).select("div.cell_output table"))
         if rendered < expected:
-            missing.append(
-                f"{page.relative_to(built_book)}: {expected} printed, {rendered} <table> in outputs"
-            )
+            missing.append(f"{page.relative_to(built_book)}: {expected} printed, {rendered} <table> in outputs")
     assert executed, f"no executed notebooks in {built_book.parent / 'jupyter_execute'}"
-    assert printed, (
-        "no notebook printed a table: the chapters' results tables (or their outputs) are missing"
-    )
+    assert printed, "no notebook printed a table: the chapters' results tables (or their outputs) are missing"
     assert not missing, "printed tables that are not HTML tables:\n" + "\n".join(missing)
 
 
@@ -378,9 +350,7 @@ def test_code_wraps_on_every_page_with_code(built_book):
     article, and every page with code loads it and has its code inside the article."""
     css = built_book / "_static" / BOOK_CSS
     assert css.exists(), f"{css} is missing: _config.yml's html_static_path/html_css_files"
-    assert WRAPPING_PRE.search(css.read_text(encoding="utf-8")), (
-        f"{css}: no `.bd-article pre` rule with pre-wrap"
-    )
+    assert WRAPPING_PRE.search(css.read_text(encoding="utf-8")), f"{css}: no `.bd-article pre` rule with pre-wrap"
     unstyled, outside, with_code = [], [], 0
     for page in content_pages(built_book):
         blocks = soup(page).find_all("pre")
@@ -388,8 +358,7 @@ def test_code_wraps_on_every_page_with_code(built_book):
             continue
         with_code += 1
         stylesheets = {
-            Path(urlsplit(link["href"]).path).name
-            for link in soup(page).find_all("link", rel="stylesheet", href=True)
+            Path(urlsplit(link["href"]).path).name for link in soup(page).find_all("link", rel="stylesheet", href=True)
         }
         if BOOK_CSS not in stylesheets:
             unstyled.append(str(page.relative_to(built_book)))
@@ -397,6 +366,4 @@ def test_code_wraps_on_every_page_with_code(built_book):
             outside.append(str(page.relative_to(built_book)))
     assert with_code > 1, "no page with code found"
     assert not unstyled, f"pages with code that do not load {BOOK_CSS}: {unstyled}"
-    assert not outside, (
-        f"pages with code outside article.bd-article (the rule misses it): {outside}"
-    )
+    assert not outside, f"pages with code outside article.bd-article (the rule misses it): {outside}"

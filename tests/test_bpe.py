@@ -111,9 +111,7 @@ def test_round_trip_of_any_unicode_text(ours, text):
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.text(alphabet="abcé😀 ", max_size=12), min_size=1, max_size=6))
 def test_training_on_any_text_round_trips_and_matches_hf(texts):
-    ours = BPETokenizer.train(
-        texts, vocab_size=300, min_frequency=1, special_tokens=[], progress=False
-    )
+    ours = BPETokenizer.train(texts, vocab_size=300, min_frequency=1, special_tokens=[], progress=False)
     hf = ByteLevelBPETokenizer()
     hf.train_from_iterator(texts, vocab_size=300, min_frequency=1, show_progress=False)
     assert ours.token_to_id == hf.get_vocab()

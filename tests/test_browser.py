@@ -43,9 +43,7 @@ PAGE_TIMEOUT_S = 30
 class Visit:
     console_errors: list[str] = field(default_factory=list)
     external_requests: list[str] = field(default_factory=list)
-    images: list[dict] = field(
-        default_factory=list
-    )  # src, alt, natural size of each figure in the content
+    images: list[dict] = field(default_factory=list)  # src, alt, natural size of each figure in the content
     nav_links: list[str] = field(default_factory=list)
     # the start of every code block in the content that is wider than its box (a sideways scroll bar)
     sideways_code: list[str] = field(default_factory=list)
@@ -59,9 +57,7 @@ class QuietHandler(SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def site(built_book):
     """The built book served on 127.0.0.1 by a thread; yields the base URL."""
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_book))
-    )
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_book)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}/"
@@ -71,12 +67,8 @@ def site(built_book):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    webdriver = pytest.importorskip(
-        "selenium.webdriver", reason="selenium is not installed: pip install -e '.[dev]'"
-    )
-    chromium = next(
-        filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None
-    )
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[dev]'")
+    chromium = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
     driver_path = shutil.which("chromedriver")
     if not chromium or not driver_path:
         pytest.skip(
@@ -239,6 +231,4 @@ def test_screenshots_of_landing_and_chapter_page(browser, site):
         if name == "landing":  # the site's root redirects to the book's first page
             assert browser.current_url == urljoin(site, book_pages()[0]), browser.current_url
         path = folder / f"{name}.png"
-        assert browser.save_screenshot(str(path)) and path.stat().st_size > 10_000, (
-            f"no screenshot {path}"
-        )
+        assert browser.save_screenshot(str(path)) and path.stat().st_size > 10_000, f"no screenshot {path}"

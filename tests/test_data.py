@@ -20,7 +20,9 @@ from word2bert.data import (
 )
 from word2bert.data.wordnet import parse_line
 
-needs_wordnet = pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 not installed (apt-get install wordnet-base)")
+needs_wordnet = pytest.mark.skipif(
+    not wordnet_available(), reason="WordNet 3.0 not installed (apt-get install wordnet-base)"
+)
 
 
 def test_same_seed_same_corpus_and_prefix_property():
@@ -66,8 +68,24 @@ def test_heldout_templates_are_disjoint_from_training_templates():
 def test_right_cue_templates_put_nothing_sense_specific_before_the_word():
     # In a "right" template the words before the polyseme must be neutral (function words and general verbs)
     # or occur in the other sense's templates too, so that no left-to-right reader can know the sense yet.
-    neutral = {"the", "a", "an", "some", "every", "is", "was", "saw", "heard", "said", "liked", "loves", "found",
-               "held", "took", "little"}
+    neutral = {
+        "the",
+        "a",
+        "an",
+        "some",
+        "every",
+        "is",
+        "was",
+        "saw",
+        "heard",
+        "said",
+        "liked",
+        "loves",
+        "found",
+        "held",
+        "took",
+        "little",
+    }
     for word, senses in toyworld_grammar.SENSE_TEMPLATES.items():
         for sense, templates in senses.items():
             other = next(s for s in senses if s != sense)
@@ -76,8 +94,11 @@ def test_right_cue_templates_put_nothing_sense_specific_before_the_word():
                 if cue != "right":
                     continue
                 prefix = t.split(f"{word}={sense}")[0].split()
-                specific = [i for i in prefix if not i.startswith("{") and i.split("/")[0] not in other_words
-                            and i not in neutral]
+                specific = [
+                    i
+                    for i in prefix
+                    if not i.startswith("{") and i.split("/")[0] not in other_words and i not in neutral
+                ]
                 assert not specific, f"{t!r}: {specific} before {word!r} give the sense away"
 
 
@@ -147,8 +168,10 @@ def test_tokenize_lowercases_and_splits_punctuation():
 
 
 def test_parse_wordnet_line():
-    line = ("02330245 05 n 02 mouse 0 computer_mouse 0 003 @ 02329401 n 0000 | any of numerous small rodents; "
-            '"the mouse ran away"; "a mouse squeaked"  \n')
+    line = (
+        "02330245 05 n 02 mouse 0 computer_mouse 0 003 @ 02329401 n 0000 | any of numerous small rodents; "
+        '"the mouse ran away"; "a mouse squeaked"  \n'
+    )
     s = parse_line(line, "n")
     assert s.id == "02330245-n" and s.lemmas == ("mouse", "computer mouse")
     assert s.definition == "any of numerous small rodents"
@@ -203,7 +226,9 @@ def test_heldout_passages_use_training_words_in_sentences_training_never_has():
         return {s.strip() for s in " ".join(passage).split(" .") if s.strip()}
 
     train = ToyWorld(0).qa(2_000, "train")
-    seen = {w for x in train for w in x.passage + x.question} | {w for d in ToyWorld(0).corpus(300_000) for s in d for w in s}
+    seen = {w for x in train for w in x.passage + x.question} | {
+        w for d in ToyWorld(0).corpus(300_000) for s in d for w in s
+    }
     train_sentences = set().union(*(sentences(x.passage) for x in train))
     heldout = ToyWorld(0).qa(300, "heldout", questions="train")
     for x in heldout:

@@ -60,8 +60,9 @@ def device(request) -> str:
 
 def close(got: torch.Tensor, want: torch.Tensor, tol: tuple[float, float], what: str) -> None:
     atol, rtol = tol
-    torch.testing.assert_close(got.detach().cpu(), want.detach().cpu(), atol=atol, rtol=rtol,
-                               msg=lambda m: f"{what}: {m}")
+    torch.testing.assert_close(
+        got.detach().cpu(), want.detach().cpu(), atol=atol, rtol=rtol, msg=lambda m: f"{what}: {m}"
+    )
 
 
 def on(model: torch.nn.Module, device: str) -> torch.nn.Module:
@@ -155,6 +156,5 @@ def test_one_training_step_agrees_with_the_cpu(bert_cpu, gpt_cpu, device, kind):
     for name in want[1]:
         close(got[1][name], want[1][name], tol["grad"], f"{kind} gradient of {name}")
         close(got[2][name], want[2][name], tol["step"], f"{kind} {name} after one SGD step")
-    moved = max((want[2][n] - p.detach()).abs().max().item()
-                for n, p in cpu_model.named_parameters() if n in want[2])
+    moved = max((want[2][n] - p.detach()).abs().max().item() for n, p in cpu_model.named_parameters() if n in want[2])
     assert moved > 1e-4, "the step should change the weights (else nothing was compared)"

@@ -33,8 +33,7 @@ dist = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(dist)
 
 # [project] version of pyproject.toml (its first `version = "..."` line).
-VERSION = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(encoding="utf-8"),
-                    re.M)[1]
+VERSION = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M)[1]
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +85,11 @@ def test_student_archive_holds_the_exercises_the_wheel_and_a_readme(archives, tm
     top = f"word2bert-student-{VERSION}/"
     assert all(n.startswith(top) for n in names)
     inside = {n.removeprefix(top) for n in names}
-    released = {p.relative_to(ROOT).as_posix() for p in (ROOT / "exercises").rglob("*.ipynb")
-                if ".ipynb_checkpoints" not in p.parts}
+    released = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "exercises").rglob("*.ipynb")
+        if ".ipynb_checkpoints" not in p.parts
+    }
     assert released and {n for n in inside if n.startswith("exercises/")} == released
     wheel_name = f"word2bert-{VERSION}-py3-none-any.whl"
     assert inside == released | {"README.md", f"wheels/{wheel_name}"}
@@ -102,17 +104,21 @@ def test_student_archive_holds_the_exercises_the_wheel_and_a_readme(archives, tm
     wheel = tmp_path / top / "wheels" / wheel_name
     in_wheel = members(wheel)
     assert "word2bert/testing.py" in in_wheel and any(
-        n.startswith("word2bert/checkpoints/") and n.endswith(".safetensors") for n in in_wheel)
+        n.startswith("word2bert/checkpoints/") and n.endswith(".safetensors") for n in in_wheel
+    )
     assert not any(n.startswith("word2bert_grader/") for n in in_wheel)
     # The wheel installs and is the library the notebooks import (its dependencies are this venv's).
     target = tmp_path / "site-packages"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-                    str(target), str(wheel)], check=True, timeout=300)
-    probe = ("import word2bert, word2bert.testing; "
-             "print(word2bert.__version__, word2bert.__file__)")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        timeout=300,
+    )
+    probe = "import word2bert, word2bert.testing; print(word2bert.__version__, word2bert.__file__)"
     env = {**os.environ, "PYTHONPATH": str(target)}
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                         env=env, cwd=tmp_path, timeout=120).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env, cwd=tmp_path, timeout=120
+    ).stdout.split()
     assert out[0] == VERSION and Path(out[1]).is_relative_to(target), out
 
 
@@ -145,8 +151,7 @@ def offline_visit(driver, url: str) -> dict:
     seen["network"] = [
         m["params"]["request"]["url"]
         for m in (json.loads(e["message"])["message"] for e in driver.get_log("performance"))
-        if m["method"] == "Network.requestWillBeSent"
-        and m["params"]["request"]["url"].startswith(NETWORK_SCHEMES)
+        if m["method"] == "Network.requestWillBeSent" and m["params"]["request"]["url"].startswith(NETWORK_SCHEMES)
     ]
     return seen
 
@@ -164,7 +169,8 @@ def test_book_archive_works_from_the_disk(browser, unpacked):  # noqa: F811 (fix
     deadline, results = time.monotonic() + PAGE_TIMEOUT_S, []
     while time.monotonic() < deadline and not results:
         results = browser.execute_script(
-            "return [...document.querySelectorAll('#search-results li a')].map(a => a.href);")
+            "return [...document.querySelectorAll('#search-results li a')].map(a => a.href);"
+        )
         time.sleep(0.2)
     assert results and all(r.startswith(root) for r in results), results
     assert any(r.startswith(urljoin(root, "book/glossary.html")) for r in results), results

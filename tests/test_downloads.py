@@ -28,7 +28,8 @@ OLD, NEW = "2026-01-05-09-00-00", "2026-01-05-10-00-00"  # 9 < 10 as numbers and
 def nb(tag: str) -> bytes:
     """Notebook bytes that say whose they are (collect does not parse them)."""
     return b'{"cells": [], "metadata": {"tag": "TAG"}, "nbformat": 4, "nbformat_minor": 5}'.replace(
-        b"TAG", tag.encode())
+        b"TAG", tag.encode()
+    )
 
 
 def make_zip(path: Path, members: list[tuple[str | zipfile.ZipInfo, bytes]]) -> Path:
@@ -106,8 +107,10 @@ def test_a_member_named_after_another_student_is_the_zip_owners(course):
     honest = sub / "alice" / "01-word2vec" / "01-word2vec.ipynb"
     honest.parent.mkdir(parents=True)
     honest.write_bytes(nb("alice-honest"))
-    make_zip(down / "bob_x.zip", [("alice_01-word2vec.ipynb", nb("bob-copy")),
-                                  ("work/05-bert-finetuning.ipynb", nb("bob-5"))])
+    make_zip(
+        down / "bob_x.zip",
+        [("alice_01-word2vec.ipynb", nb("bob-copy")), ("work/05-bert-finetuning.ipynb", nb("bob-5"))],
+    )
     collected, problems = run()
     assert collected == [
         Collected("bob", "01-word2vec", "bob_x.zip:alice_01-word2vec.ipynb"),
@@ -124,17 +127,20 @@ def test_unsafe_members_are_refused_and_the_rest_of_the_zip_collected(course):
     link.external_attr = (stat.S_IFLNK | 0o777) << 16
     fifo = zipfile.ZipInfo("pipe.ipynb")
     fifo.external_attr = (stat.S_IFIFO | 0o644) << 16
-    make_zip(down / "bob.zip", [
-        ("locked_01-word2vec.ipynb", nb("locked")),  # marked encrypted below
-        ("../../01-word2vec.ipynb", nb("evil")),
-        ("/tmp/evil.ipynb", nb("evil")),
-        ("C:/evil.ipynb", nb("evil")),
-        ("..\\evil.ipynb", nb("evil")),
-        (link, b"/etc/passwd"),
-        (fifo, b""),
-        ("../evil.ipynb", nb("evil")),
-        ("sub/dir/01-word2vec.ipynb", nb("bob-1")),
-    ])
+    make_zip(
+        down / "bob.zip",
+        [
+            ("locked_01-word2vec.ipynb", nb("locked")),  # marked encrypted below
+            ("../../01-word2vec.ipynb", nb("evil")),
+            ("/tmp/evil.ipynb", nb("evil")),
+            ("C:/evil.ipynb", nb("evil")),
+            ("..\\evil.ipynb", nb("evil")),
+            (link, b"/etc/passwd"),
+            (fifo, b""),
+            ("../evil.ipynb", nb("evil")),
+            ("sub/dir/01-word2vec.ipynb", nb("bob-1")),
+        ],
+    )
     patch_first_member(down / "bob.zip", "<H", 6, 8, 0x1)  # general purpose flags: encrypted
     with zipfile.ZipFile(down / "bob.zip") as archive:  # zipfile kept the names as written
         assert "../evil.ipynb" in archive.namelist() and "/tmp/evil.ipynb" in archive.namelist()
@@ -154,8 +160,9 @@ def test_unsafe_members_are_refused_and_the_rest_of_the_zip_collected(course):
     symlink = problems["bob.zip:05-bert-finetuning.ipynb"]
     assert (symlink.student, symlink.assignment) == ("bob", "05-bert-finetuning")
     # bob's 01 was collected from another member: no failed row for it, nor for evil.ipynb.
-    assert [(p.student, p.assignment) for s, p in problems.items()
-            if s != "bob.zip:05-bert-finetuning.ipynb"] == [(None, None)] * 7
+    assert [(p.student, p.assignment) for s, p in problems.items() if s != "bob.zip:05-bert-finetuning.ipynb"] == [
+        (None, None)
+    ] * 7
     assert tree(sub) == {"bob/01-word2vec/01-word2vec.ipynb": nb("bob-1")}
 
 
@@ -171,8 +178,8 @@ def test_members_over_the_size_cap_are_refused_on_header_or_decompressed_size(co
     collected, problems = run(max_member_bytes=64 * 2**10)
     assert collected == [Collected("dan", "01-word2vec", "dan.zip:01-word2vec.ipynb")]
     assert problems["bob.zip:01-word2vec.ipynb"] == Problem(
-        "bob.zip:01-word2vec.ipynb", "refused: 1048576 bytes, more than the 65536-byte limit",
-        "bob", "01-word2vec")
+        "bob.zip:01-word2vec.ipynb", "refused: 1048576 bytes, more than the 65536-byte limit", "bob", "01-word2vec"
+    )
     carol = problems.pop("carol.zip:01-word2vec.ipynb")
     assert (carol.student, carol.assignment) == ("carol", "01-word2vec")
     assert carol.reason.startswith("refused: cannot read") and "CRC" in carol.reason
@@ -196,8 +203,7 @@ def test_archives_with_too_many_members_or_bytes_are_refused_whole(course, monke
     monkeypatch.setattr(downloads, "MAX_MEMBERS", 3)
     monkeypatch.setattr(downloads, "MAX_ARCHIVE_BYTES", 10_000)
     make_zip(down / "bob.zip", [(f"{i}_01-word2vec.ipynb", nb("bob")) for i in range(4)])
-    make_zip(down / "carol.zip", [("01-word2vec.ipynb", b" " * 6000),
-                                  ("05-bert-finetuning.ipynb", b" " * 6000)])
+    make_zip(down / "carol.zip", [("01-word2vec.ipynb", b" " * 6000), ("05-bert-finetuning.ipynb", b" " * 6000)])
     collected, problems = run()
     assert collected == []
     assert {s: p.reason for s, p in problems.items()} == {
@@ -223,13 +229,15 @@ def test_the_newest_attempt_wins_and_the_others_are_superseded(course):
     new = f"bob_attempt_{NEW}_hw1.zip:01-word2vec.ipynb"
     assert problems == {
         f"bob_attempt_{OLD}_01-word2vec.ipynb": Problem(
-            f"bob_attempt_{OLD}_01-word2vec.ipynb", f"superseded: {new} is a newer attempt"),
+            f"bob_attempt_{OLD}_01-word2vec.ipynb", f"superseded: {new} is a newer attempt"
+        ),
         "bob_attempt_2026-01-04-23-59-59_01-word2vec.ipynb": Problem(
-            "bob_attempt_2026-01-04-23-59-59_01-word2vec.ipynb",
-            f"superseded: {new} is a newer attempt"),
+            "bob_attempt_2026-01-04-23-59-59_01-word2vec.ipynb", f"superseded: {new} is a newer attempt"
+        ),
         "carol_attempt_2026-01-05-9-00-00_01-word2vec.ipynb": Problem(
             "carol_attempt_2026-01-05-9-00-00_01-word2vec.ipynb",
-            "superseded: carol_attempt_2026-01-05-10-00-00_01-word2vec.ipynb is a newer attempt"),
+            "superseded: carol_attempt_2026-01-05-10-00-00_01-word2vec.ipynb is a newer attempt",
+        ),
     }
     assert written(sub, "bob", "01-word2vec") == nb("bob-new")
     assert written(sub, "carol", "01-word2vec") == nb("carol-new")
@@ -238,8 +246,7 @@ def test_the_newest_attempt_wins_and_the_others_are_superseded(course):
 def test_two_downloads_without_a_single_newest_collect_neither_but_get_a_row(course):
     down, sub, run = course
     (down / "bob_01-word2vec.ipynb").write_bytes(nb("bob-a"))
-    make_zip(down / "bob.zip", [("01-word2vec.ipynb", nb("bob-b")),
-                                ("05-bert-finetuning.ipynb", nb("bob-5"))])
+    make_zip(down / "bob.zip", [("01-word2vec.ipynb", nb("bob-b")), ("05-bert-finetuning.ipynb", nb("bob-5"))])
     (down / f"carol_attempt_{NEW}_01-word2vec.ipynb").write_bytes(nb("carol-a"))
     make_zip(down / f"carol_attempt_{NEW}_x.zip", [("01-word2vec.ipynb", nb("carol-b"))])
     (down / "dan_01-word2vec.ipynb").write_bytes(nb("dan"))  # the honest one in between
@@ -251,16 +258,21 @@ def test_two_downloads_without_a_single_newest_collect_neither_but_get_a_row(cou
     assert problems == {
         "bob.zip:01-word2vec.ipynb, bob_01-word2vec.ipynb": Problem(
             "bob.zip:01-word2vec.ipynb, bob_01-word2vec.ipynb",
-            "conflict: 2 downloads for bob/01-word2vec and not all of them carry an attempt "
-            "timestamp; none collected", "bob", "01-word2vec"),
-        f"carol_attempt_{NEW}_01-word2vec.ipynb, carol_attempt_{NEW}_x.zip:01-word2vec.ipynb":
-            Problem(f"carol_attempt_{NEW}_01-word2vec.ipynb, "
-                    f"carol_attempt_{NEW}_x.zip:01-word2vec.ipynb",
-                    "conflict: 2 downloads for carol/01-word2vec and the newest attempt "
-                    "timestamp is shared; none collected", "carol", "01-word2vec"),
+            "conflict: 2 downloads for bob/01-word2vec and not all of them carry an attempt timestamp; none collected",
+            "bob",
+            "01-word2vec",
+        ),
+        f"carol_attempt_{NEW}_01-word2vec.ipynb, carol_attempt_{NEW}_x.zip:01-word2vec.ipynb": Problem(
+            f"carol_attempt_{NEW}_01-word2vec.ipynb, carol_attempt_{NEW}_x.zip:01-word2vec.ipynb",
+            "conflict: 2 downloads for carol/01-word2vec and the newest attempt timestamp is shared; none collected",
+            "carol",
+            "01-word2vec",
+        ),
     }
-    assert tree(sub) == {"bob/05-bert-finetuning/05-bert-finetuning.ipynb": nb("bob-5"),
-                         "dan/01-word2vec/01-word2vec.ipynb": nb("dan")}
+    assert tree(sub) == {
+        "bob/05-bert-finetuning/05-bert-finetuning.ipynb": nb("bob-5"),
+        "dan/01-word2vec/01-word2vec.ipynb": nb("dan"),
+    }
 
 
 def test_bad_student_ids_are_refused(course):
@@ -275,7 +287,7 @@ def test_bad_student_ids_are_refused(course):
         "-rf_01-word2vec.ipynb": "refused: student id '-rf' begins with '-'",
         ".._01-word2vec.ipynb": "refused: student id '..' begins with '.'",
         "bob smith_01-word2vec.ipynb": "refused: student id 'bob smith' has characters other "
-                                       "than letters, digits and . _ @ -",
+        "than letters, digits and . _ @ -",
         "-x.zip": "refused: student id '-x' begins with '-'",
     }
     assert all(p.student is None for p in problems.values())
@@ -307,8 +319,7 @@ def test_a_file_that_is_not_a_zip_is_reported(course):
     (down / "erin_01-word2vec.ipynb").write_bytes(nb("erin"))
     collected, problems = run()
     assert collected == [Collected("erin", "01-word2vec", "erin_01-word2vec.ipynb")]
-    assert problems == {"dave.zip": Problem("dave.zip",
-                                            "refused: not a valid zip (File is not a zip file)")}
+    assert problems == {"dave.zip": Problem("dave.zip", "refused: not a valid zip (File is not a zip file)")}
 
 
 def test_files_that_match_no_name_are_ignored_and_reported(course):
@@ -318,19 +329,22 @@ def test_files_that_match_no_name_are_ignored_and_reported(course):
     (down / "alice_99-unknown.ipynb").write_bytes(nb("x"))
     (down / "extra").mkdir()
     (down / "extra" / "bob_01-word2vec.ipynb").write_bytes(nb("bob-in-subfolder"))
-    make_zip(down / "alice_hw.zip", [
-        ("01-word2vec.ipynb", nb("alice-1")),
-        ("__MACOSX/._01-word2vec.ipynb", b"\0\5\26\7 AppleDouble"),
-        ("README.md", b"# my work"),
-        ("inner.zip", b"PK\5\6" + b"\0" * 18),
-        ("data/", b""),
-    ])
+    make_zip(
+        down / "alice_hw.zip",
+        [
+            ("01-word2vec.ipynb", nb("alice-1")),
+            ("__MACOSX/._01-word2vec.ipynb", b"\0\5\26\7 AppleDouble"),
+            ("README.md", b"# my work"),
+            ("inner.zip", b"PK\5\6" + b"\0" * 18),
+            ("data/", b""),
+        ],
+    )
     collected, problems = run()
     assert collected == [Collected("alice", "01-word2vec", "alice_hw.zip:01-word2vec.ipynb")]
     assert {s: p.reason for s, p in problems.items()} == {
         ".DS_Store": "ignored: neither a notebook nor a zip",
         "alice_99-unknown.ipynb": "ignored: not named <student>_[attempt_<timestamp>_]"
-                                  "<assignment>.ipynb for a known assignment",
+        "<assignment>.ipynb for a known assignment",
         "alice_hw.zip:README.md": "ignored: not a notebook of a known assignment",
         "alice_hw.zip:__MACOSX/._01-word2vec.ipynb": "ignored: macOS metadata",
         "alice_hw.zip:inner.zip": "ignored: a zip inside the zip (not opened)",
@@ -372,14 +386,19 @@ def test_symlinked_folders_in_submitted_are_never_written_through(course, tmp_pa
     assert problems == {
         "frank_01-word2vec.ipynb": Problem(
             "frank_01-word2vec.ipynb",
-            "refused: submitted/frank is a symlink (not written through)", "frank", "01-word2vec"),
+            "refused: submitted/frank is a symlink (not written through)",
+            "frank",
+            "01-word2vec",
+        ),
         "gina_01-word2vec.ipynb": Problem(
             "gina_01-word2vec.ipynb",
             "refused: submitted/gina/01-word2vec is a symlink (not written through)",
-            "gina", "01-word2vec"),
+            "gina",
+            "01-word2vec",
+        ),
         "hal_01-word2vec.ipynb": Problem(
-            "hal_01-word2vec.ipynb", "refused: submitted/hal exists and is not a folder",
-            "hal", "01-word2vec"),
+            "hal_01-word2vec.ipynb", "refused: submitted/hal exists and is not a folder", "hal", "01-word2vec"
+        ),
     }
     assert tree(elsewhere) == {}
 
@@ -409,11 +428,10 @@ def test_empty_notebooks_are_refused_with_a_row(course):
     collected, problems = run()
     assert collected == []
     assert problems == {
-        "bob_01-word2vec.ipynb": Problem("bob_01-word2vec.ipynb", "refused: an empty file",
-                                         "bob", "01-word2vec"),
+        "bob_01-word2vec.ipynb": Problem("bob_01-word2vec.ipynb", "refused: an empty file", "bob", "01-word2vec"),
         "carol.zip:05-bert-finetuning.ipynb": Problem(
-            "carol.zip:05-bert-finetuning.ipynb", "refused: an empty file",
-            "carol", "05-bert-finetuning"),
+            "carol.zip:05-bert-finetuning.ipynb", "refused: an empty file", "carol", "05-bert-finetuning"
+        ),
     }
     assert not sub.exists()
 
@@ -430,12 +448,10 @@ def test_bad_assignment_names_raise(course):
 
 def test_read_roster_reads_plain_lists_and_csv(tmp_path):
     plain = tmp_path / "roster.txt"
-    plain.write_text("# class of 2026, section A\nalice\n\n  bob  # late joiner\ncarol_doe\n",
-                     encoding="utf-8")
+    plain.write_text("# class of 2026, section A\nalice\n\n  bob  # late joiner\ncarol_doe\n", encoding="utf-8")
     assert read_roster(plain) == {"alice", "bob", "carol_doe"}
     sheet = tmp_path / "roster.csv"
-    sheet.write_text("\ufeffName,Student_ID,email\nAlice A,alice,a@x\nBob B,bob,b@x\n,,\n",
-                     encoding="utf-8")
+    sheet.write_text("\ufeffName,Student_ID,email\nAlice A,alice,a@x\nBob B,bob,b@x\n,,\n", encoding="utf-8")
     assert read_roster(sheet) == {"alice", "bob"}
     single = tmp_path / "ids.csv"
     single.write_text("id\nalice\n", encoding="utf-8")

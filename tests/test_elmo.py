@@ -26,8 +26,15 @@ def vocab(sentences) -> Vocab:
 
 def tiny(vocab: Vocab, seed: int = 0, dropout: float = 0.0) -> BiLM:
     torch.manual_seed(seed)
-    config = ElmoConfig(vocab_size=len(vocab), max_characters=10, filters=[(1, 4), (2, 4), (3, 8)], n_highway=1,
-                        dim=8, cell_dim=12, dropout=dropout)
+    config = ElmoConfig(
+        vocab_size=len(vocab),
+        max_characters=10,
+        filters=[(1, 4), (2, 4), (3, 8)],
+        n_highway=1,
+        dim=8,
+        cell_dim=12,
+        dropout=dropout,
+    )
     return BiLM(config, vocab).eval()
 
 
@@ -123,8 +130,7 @@ def test_training_lowers_the_loss(sentences, vocab):
     model = tiny(vocab, dropout=0.1)
     held_out = [list(s.tokens) for s in ToyWorld(1).sentences(100)]
     before = elmo.perplexity(model, held_out)["mean"]
-    history = elmo.train(model, sentences, TrainConfig(steps=60, lr=1e-2, warmup_steps=5), batch_size=32,
-                         device="cpu")
+    history = elmo.train(model, sentences, TrainConfig(steps=60, lr=1e-2, warmup_steps=5), batch_size=32, device="cpu")
     after = elmo.perplexity(model, held_out)["mean"]
     assert len(history) == 60
     assert sum(history[-10:]) / 10 < sum(history[:10]) / 10 - 0.5
@@ -186,11 +192,34 @@ def test_train_script_main_tiny(tmp_path):
     from word2bert.scripts import train_elmo
 
     out = tmp_path / "elmo.safetensors"
-    metrics = train_elmo.main([
-        "--num-tokens", "4000", "--epochs", "2", "--batch-size", "32", "--dim", "16", "--cell-dim", "24",
-        "--filters", "1:8,2:8", "--max-characters", "8", "--lr", "1e-2", "--warmup-steps", "5", "--out", str(out),
-        "--probe-seeds", "", "--device", "cpu",
-    ])
+    metrics = train_elmo.main(
+        [
+            "--num-tokens",
+            "4000",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "32",
+            "--dim",
+            "16",
+            "--cell-dim",
+            "24",
+            "--filters",
+            "1:8,2:8",
+            "--max-characters",
+            "8",
+            "--lr",
+            "1e-2",
+            "--warmup-steps",
+            "5",
+            "--out",
+            str(out),
+            "--probe-seeds",
+            "",
+            "--device",
+            "cpu",
+        ]
+    )
     assert metrics["perplexity"]["mean"] < metrics["initial_perplexity"]["mean"]
     model = elmo.load(out, device="cpu")
     assert model.config.dim == 16 and len(model.vocab) == metrics["vocab_size"]

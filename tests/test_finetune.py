@@ -56,8 +56,11 @@ def test_best_span_is_the_best_valid_span(seed):
     max_len = int(torch.randint(1, 5, (1,), generator=g))
     s, e = heads.best_span(start, end, context, max_len)
     assert s <= e and e - s + 1 <= max_len and context[s] and context[e]
-    valid = [(i, j) for i, j in itertools.product(range(T), repeat=2)
-             if i <= j and j - i + 1 <= max_len and context[i] and context[j]]
+    valid = [
+        (i, j)
+        for i, j in itertools.product(range(T), repeat=2)
+        if i <= j and j - i + 1 <= max_len and context[i] and context[j]
+    ]
     assert start[s] + end[e] == max(start[i] + end[j] for i, j in valid)
 
 
@@ -114,10 +117,13 @@ CASES = {
 @pytest.mark.parametrize("task", ft.TASKS)
 def test_finetuned_bert_against_the_baseline(task, encoder):
     config, seeds, metric, margin = CASES[task]
-    bert_score = metrics.summarize([ft.finetune(task, encoder, config, s, device="cpu").metrics for s in seeds])[metric][0]
+    bert_score = metrics.summarize([ft.finetune(task, encoder, config, s, device="cpu").metrics for s in seeds])[
+        metric
+    ][0]
     base = metrics.summarize([ft.baseline(task, config.n_train, config.n_test, s) for s in seeds])[metric][0]
     assert bert_score >= base + margin, (
-        f"{task}: fine-tuned BERT {metric} {bert_score:.3f} should beat the baseline's {base:.3f} by {margin}")
+        f"{task}: fine-tuned BERT {metric} {bert_score:.3f} should beat the baseline's {base:.3f} by {margin}"
+    )
 
 
 def test_set_dropout_switches_on_dropout_everywhere_in_the_encoder(encoder):
@@ -136,8 +142,12 @@ def test_set_dropout_switches_on_dropout_everywhere_in_the_encoder(encoder):
 
 def test_results_table_and_learning_curve_plot():
     table = reporting.results_table([("nli", "BERT", {"accuracy": (0.8912, 0.02), "macro_f1": (0.5, 0.0)})])
-    assert table.splitlines() == ["| task | model | metric | mean ± std |", "|---|---|---|---|",
-                                  "| nli | BERT | accuracy | 0.891 ± 0.020 |", "| nli | BERT | macro_f1 | 0.500 ± 0.000 |"]
+    assert table.splitlines() == [
+        "| task | model | metric | mean ± std |",
+        "|---|---|---|---|",
+        "| nli | BERT | accuracy | 0.891 ± 0.020 |",
+        "| nli | BERT | macro_f1 | 0.500 ± 0.000 |",
+    ]
     import matplotlib
 
     matplotlib.use("Agg")

@@ -69,9 +69,11 @@ def max_score(assignment: str, written: bool | None = None) -> float:
     """The points of the assignment's graded cells: all of them, or only the written answers (True), or only the
     tests (False)."""
     nb = nbformat.read(str(ROOT / "solutions" / assignment / f"{assignment}.ipynb"), as_version=4)
-    return sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in nb.cells
-               if c.metadata.get("nbgrader", {}).get("grade")
-               and written in (None, c.cell_type == "markdown"))
+    return sum(
+        c.metadata.get("nbgrader", {}).get("points", 0)
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade") and written in (None, c.cell_type == "markdown")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +88,14 @@ def course(tmp_path_factory) -> Path:
         folder.mkdir(parents=True)
         shutil.copy(ROOT / source / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", folder)
     args = "" if shutil.which("bwrap") else "ARGS=--unsafe-no-sandbox"
-    run = subprocess.run(["make", "-s", "autograde", f"COURSE={root}", "JOBS=2", *filter(None, [args])],
-                         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    run = subprocess.run(
+        ["make", "-s", "autograde", f"COURSE={root}", "JOBS=2", *filter(None, [args])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     for student in STUDENTS:
         assert (root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
@@ -110,20 +118,34 @@ def lab(course, tmp_path_factory):
     # As a hub's /etc/jupyter/nbgrader_config.py would: the exchange, and which folder is the course.
     (config / "nbgrader_config.py").write_text(
         f"c = get_config()  # noqa\nc.Exchange.root = {str(home / 'exchange')!r}\n"
-        f"c.CourseDirectory.root = {str(course)!r}\n", encoding="utf-8")
+        f"c.CourseDirectory.root = {str(course)!r}\n",
+        encoding="utf-8",
+    )
     (home / "exchange").mkdir()
     # No "get notified about Jupyter news?" prompt over the lab (it would fetch them from the web).
     news = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}', encoding="utf-8")
-    env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(config),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / ".ipython")}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "IPYTHONDIR": str(home / ".ipython"),
+    }
     env["PATH"] = f"{Path(venv_tool('jupyter')).parent}{os.pathsep}{env.get('PATH', '')}"
     port, token = free_port(), secrets.token_hex(16)
-    cmd = [venv_tool("jupyter"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={course}",
-           "--LabApp.news_url=None",
-           "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate"]
+    cmd = [
+        venv_tool("jupyter"),
+        "lab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={course}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
+    ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(home / "jupyter.log", "w", encoding="utf-8")  # noqa: SIM115 (closed below)
@@ -138,8 +160,7 @@ def lab(course, tmp_path_factory):
             if server.poll() is not None or time.monotonic() > deadline:
                 server.kill()
                 log.close()
-                pytest.fail("jupyter lab did not start:\n"
-                            + (home / "jupyter.log").read_text(encoding="utf-8")[-4000:])
+                pytest.fail("jupyter lab did not start:\n" + (home / "jupyter.log").read_text(encoding="utf-8")[-4000:])
             time.sleep(0.5)
     yield base, token, env
     server.terminate()
@@ -193,12 +214,19 @@ def signed_in(browser, lab):  # noqa: F811 (fixture)
 def test_nbgrader_extensions_are_enabled(lab):
     base, token, env = lab
     version = importlib.metadata.version("nbgrader")
-    listed = subprocess.run([venv_tool("jupyter"), "labextension", "list"], env=env,
-                            capture_output=True, text=True, timeout=120, check=True)
+    listed = subprocess.run(
+        [venv_tool("jupyter"), "labextension", "list"], env=env, capture_output=True, text=True, timeout=120, check=True
+    )
     text = ANSI.sub("", listed.stdout + listed.stderr)
     assert re.search(rf"@jupyter/nbgrader v{re.escape(version)} enabled OK", text), text
-    server = subprocess.run([venv_tool("jupyter"), "server", "extension", "list"], env=env,
-                            capture_output=True, text=True, timeout=120, check=True)
+    server = subprocess.run(
+        [venv_tool("jupyter"), "server", "extension", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     text = ANSI.sub("", server.stdout + server.stderr)
     for extension in ("formgrader", "assignment_list", "course_list", "validate_assignment"):
         assert re.search(rf"nbgrader\.server_extensions\.{extension} enabled", text), text
@@ -207,8 +235,14 @@ def test_nbgrader_extensions_are_enabled(lab):
     nbgrader = next(e for name, e in extensions.items() if "nbgrader" in name)
     assert nbgrader["enabled"] and nbgrader["installed_version"] == version, nbgrader
     page = api(base, token, "/lab")
-    config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">'
-                                  r"(.*?)</script>", page, re.S)[1])
+    config = json.loads(
+        re.search(
+            r'<script id="jupyter-config-data" type="application/json">'
+            r"(.*?)</script>",
+            page,
+            re.S,
+        )[1]
+    )
     assert "@jupyter/nbgrader" in {e["name"] for e in config["federated_extensions"]}
     assert not any("nbgrader" in d for d in config.get("disabledExtensions", []))
     assignments = {a["name"]: a for a in api(base, token, "/formgrader/api/assignments")}
@@ -219,32 +253,46 @@ def test_lab_shows_the_nbgrader_menu_and_opens_formgrader(signed_in, lab):
     driver, (base, _, _) = signed_in, lab
     driver.set_window_size(1600, 1000)  # room for the file browser beside formgrader
     driver.get(f"{base}/lab")
-    wait_for(driver, """[...document.querySelectorAll('.lm-MenuBar-itemLabel')]
-                        .some(e => e.textContent === 'Nbgrader')""", "the Nbgrader menu")
-    activated = [e["message"] for e in driver.get_log("browser")
-                 if "nbgrader" in e["message"] and "activated" in e["message"]]
+    wait_for(
+        driver,
+        """[...document.querySelectorAll('.lm-MenuBar-itemLabel')]
+                        .some(e => e.textContent === 'Nbgrader')""",
+        "the Nbgrader menu",
+    )
+    activated = [
+        e["message"] for e in driver.get_log("browser") if "nbgrader" in e["message"] and "activated" in e["message"]
+    ]
     assert any("formgrader is activated" in m for m in activated), activated
-    menu = driver.find_element("xpath", "//li[contains(@class, 'lm-MenuBar-item')]"
-                                        "[.//div[text()='Nbgrader']]")
+    menu = driver.find_element("xpath", "//li[contains(@class, 'lm-MenuBar-item')][.//div[text()='Nbgrader']]")
     menu.click()
-    items = wait_for(driver, """(() => {
+    items = wait_for(
+        driver,
+        """(() => {
         const items = [...document.querySelectorAll('.lm-Menu-itemLabel')].map(e => e.textContent);
-        return items.length && items; })()""", "the Nbgrader menu's items")
+        return items.length && items; })()""",
+        "the Nbgrader menu's items",
+    )
     assert "Formgrader" in items, items
-    driver.find_element("xpath", "//li[contains(@class, 'lm-Menu-item')]"
-                                 "[.//div[text()='Formgrader']]").click()
-    wait_for(driver, "[...document.querySelectorAll('iframe')].some(f => f.src.includes('formgrader'))",
-             "formgrader's panel")
+    driver.find_element("xpath", "//li[contains(@class, 'lm-Menu-item')][.//div[text()='Formgrader']]").click()
+    wait_for(
+        driver, "[...document.querySelectorAll('iframe')].some(f => f.src.includes('formgrader'))", "formgrader's panel"
+    )
     frame = driver.find_element("css selector", "iframe[src*='formgrader']")
     driver.switch_to.frame(frame)
     try:
-        wait_for(driver, f"document.body && document.body.innerText.includes('{ASSIGNMENT}')",
-                 "the assignments in the formgrader panel")
+        wait_for(
+            driver,
+            f"document.body && document.body.innerText.includes('{ASSIGNMENT}')",
+            "the assignments in the formgrader panel",
+        )
     finally:
         driver.switch_to.default_content()
-    wait_for(driver, """[...document.querySelectorAll('.jp-DirListing-item')].some(
+    wait_for(
+        driver,
+        """[...document.querySelectorAll('.jp-DirListing-item')].some(
                  e => e.innerText.includes('gradebook.db') && e.getBoundingClientRect().height > 0)""",
-             "the course's files in the file browser")
+        "the course's files in the file browser",
+    )
     time.sleep(0.5)
     screenshot(driver, "formgrader-lab.png")
     driver.set_window_size(1280, 900)
@@ -256,11 +304,15 @@ def test_formgrader_lists_the_assignments(signed_in, lab):
     driver, (base, _, _) = signed_in, lab
     driver.get(f"{base}/formgrader/manage_assignments")
     expected = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
-    rows = wait_for(driver, f"""(() => {{
+    rows = wait_for(
+        driver,
+        f"""(() => {{
         const rows = [...document.querySelectorAll('#main-table tr')]
             .map(r => [...r.querySelectorAll('td')].map(td => td.innerText.trim()));
         return rows.length >= {len(expected)} && rows;
-    }})()""", "the assignments table")
+    }})()""",
+        "the assignments table",
+    )
     assert sorted(r[0] for r in rows) == expected, rows
     (word2vec,) = [r for r in rows if r[0] == ASSIGNMENT]
     assert str(len(STUDENTS)) in word2vec, f"{ASSIGNMENT} should count 2 submissions: {word2vec}"
@@ -271,11 +323,15 @@ def test_formgrader_lists_the_assignments(signed_in, lab):
 def test_formgrader_shows_each_submissions_score(signed_in, lab):
     driver, (base, _, _) = signed_in, lab
     driver.get(f"{base}/formgrader/manage_submissions/{ASSIGNMENT}")
-    rows = wait_for(driver, """(() => {
+    rows = wait_for(
+        driver,
+        """(() => {
         const rows = [...document.querySelectorAll('#main-table tr')]
             .map(r => [...r.querySelectorAll('td')].map(td => td.innerText.trim()));
         return rows.length >= 2 && rows;
-    })()""", "the submissions table")
+    })()""",
+        "the submissions table",
+    )
     top, tests = max_score(ASSIGNMENT), max_score(ASSIGNMENT, written=False)
     assert top > tests, "the assignment has written answers"
     scores = {r[1]: r[4] for r in rows}  # Student ID -> Score
@@ -311,8 +367,7 @@ def test_a_graded_submission_shows_its_scores_and_feedback(signed_in, lab, cours
     driver, (base, token, _) = signed_in, lab
     driver.get(f"{base}/formgrader/submissions/{submitted_notebook(base, token, student)}/")
     # Loaded, and done with its first scroll (formgrader's own, once MathJax has typeset).
-    wait_for(driver, "window.formgrader && formgrader.loaded && MathJax.loaded",
-             "formgrader's grading page")
+    wait_for(driver, "window.formgrader && formgrader.loaded && MathJax.loaded", "formgrader's grading page")
     cells = wait_for(driver, SCORED_CELLS, "the scored cells")
     full = student == "alice"
     tests = max_score(ASSIGNMENT, written=False)
@@ -346,8 +401,11 @@ def test_the_graded_copy_shows_test_cells_as_the_grader_ran_them(course):
     sandbox's run of its visible half (which has no course library: an ImportError, misleading there)."""
     for student in STUDENTS:
         nb = nbformat.read(str(course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), as_version=4)
-        tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and
-                 not c.metadata["nbgrader"].get("solution")]
+        tests = [
+            c
+            for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+        ]
         assert tests, "the graded copy keeps the test cells"
         for cell in tests:
             text = json.dumps(cell.get("outputs", []))
@@ -361,8 +419,14 @@ def grades(course: Path) -> dict[str, dict]:
 
 def autograde(course: Path) -> str:
     args = "" if shutil.which("bwrap") else "ARGS=--unsafe-no-sandbox"
-    run = subprocess.run(["make", "-s", "autograde", f"COURSE={course}", "JOBS=2", *filter(None, [args])],
-                         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    run = subprocess.run(
+        ["make", "-s", "autograde", f"COURSE={course}", "JOBS=2", *filter(None, [args])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     return run.stdout
 
@@ -373,8 +437,11 @@ def test_a_written_answer_is_graded_by_hand_and_counted(signed_in, lab, course):
     driver, (base, token, _) = signed_in, lab
     top, tests, written = (max_score(ASSIGNMENT, w) for w in (None, False, True))
     before = grades(course)["alice"]
-    assert (before["score"], before["max_score"], before["to_grade_by_hand"]) == (f"{tests:g}", f"{top:g}",
-                                                                                  f"{written:g}"), before
+    assert (before["score"], before["max_score"], before["to_grade_by_hand"]) == (
+        f"{tests:g}",
+        f"{top:g}",
+        f"{written:g}",
+    ), before
     submission = submitted_notebook(base, token, "alice")
     driver.get(f"{base}/formgrader/submissions/{submission}/")
     wait_for(driver, "window.formgrader && formgrader.loaded && MathJax.loaded", "formgrader's grading page")
@@ -384,11 +451,15 @@ def test_a_written_answer_is_graded_by_hand_and_counted(signed_in, lab, course):
     driver.execute_script("""const box = [...document.querySelectorAll('input.score.needs_manual_grade')][0];
         box.closest('.cell').scrollIntoView({block: 'center'});
         box.value = '2'; box.dispatchEvent(new Event('change', {bubbles: true}));""")
-    given = wait_for(driver, f"""(async () => {{
+    given = wait_for(
+        driver,
+        f"""(async () => {{
         const grades = await (await fetch('{base}/formgrader/api/grades?submission_id={submission}')).json();
         const g = grades.find(g => g.name === '{WRITTEN}');
         return g && g.manual_score !== null && g.manual_score;
-    }})()""", "the hand score saved in the gradebook")
+    }})()""",
+        "the hand score saved in the gradebook",
+    )
     assert given == 2, given
     time.sleep(0.5)
     screenshot(driver, "formgrader-written.png")
@@ -397,7 +468,9 @@ def test_a_written_answer_is_graded_by_hand_and_counted(signed_in, lab, course):
     out = autograde(course)
     after = grades(course)["alice"]
     assert (after["score"], after["max_score"], after["to_grade_by_hand"]) == (f"{tests + 2:g}", f"{top:g}", "0"), (
-        after, out)
+        after,
+        out,
+    )
 
     # alice changes her answer and submits again: the score given to the old text no longer counts
     path = course / "submitted" / "alice" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"

@@ -92,9 +92,7 @@ def test_greedy_generation_of_20_tokens_equals_hf(hf, ours):
     assert torch.equal(ours.generate(prompt, 20, greedy=True), expected)
     # A left-padded batch of prompts, as HF generates them.
     prompts, pmask = ids[:2, :8], mask[:2, :8]
-    expected = hf.generate(
-        prompts, attention_mask=pmask, max_new_tokens=20, do_sample=False, pad_token_id=0
-    )
+    expected = hf.generate(prompts, attention_mask=pmask, max_new_tokens=20, do_sample=False, pad_token_id=0)
     assert torch.equal(ours.generate(prompts, 20, attention_mask=pmask, greedy=True), expected)
 
 
@@ -116,9 +114,7 @@ def test_generation_with_and_without_cache_is_identical(ours):
         ours.generate(prompt, 15, greedy=True, use_cache=False),
     )
     sampled = [
-        ours.generate(
-            prompt, 15, top_k=20, top_p=0.9, generator=torch.Generator().manual_seed(3), use_cache=c
-        )
+        ours.generate(prompt, 15, top_k=20, top_p=0.9, generator=torch.Generator().manual_seed(3), use_cache=c)
         for c in (True, False)
     ]
     assert torch.equal(*sampled)
@@ -127,9 +123,7 @@ def test_generation_with_and_without_cache_is_identical(ours):
 @pytest.mark.parametrize("post_ln", [False, True])
 def test_changing_later_tokens_never_changes_earlier_logits(post_ln):
     torch.manual_seed(0)
-    model = GPT(
-        GPTConfig(vocab_size=50, block_size=16, n_layer=2, n_head=2, n_embd=32, post_ln=post_ln)
-    ).eval()
+    model = GPT(GPTConfig(vocab_size=50, block_size=16, n_layer=2, n_head=2, n_embd=32, post_ln=post_ln)).eval()
     ids = torch.randint(0, 50, (1, 16))
     with torch.no_grad():
         base = model(ids)
@@ -176,9 +170,7 @@ def trained():
     batches = [ids[i : i + 33].unsqueeze(0).repeat(4, 1) for i in range(0, 300, 33)]
     torch.manual_seed(0)
     model = GPT(
-        GPTConfig(
-            vocab_size=tok.vocab_size, block_size=33, n_layer=2, n_head=2, n_embd=32, dropout=0.0
-        ),
+        GPTConfig(vocab_size=tok.vocab_size, block_size=33, n_layer=2, n_head=2, n_embd=32, dropout=0.0),
         tok,
     )
     history = train(
@@ -210,9 +202,7 @@ def test_a_checkpoint_from_before_the_layer_rename_is_refused_by_name(trained, t
     path = gpt.save(model, tmp_path / "gpt.safetensors")
     with safe_open(str(path), framework="pt") as f:
         metadata = f.metadata()
-        old = {
-            k.replace("layers.", "h.").replace(".ffn.", ".mlp."): f.get_tensor(k) for k in f.keys()
-        }
+        old = {k.replace("layers.", "h.").replace(".ffn.", ".mlp."): f.get_tensor(k) for k in f.keys()}
     save_file(old, str(path), metadata=metadata)
     with pytest.raises(ValueError, match="predates the renaming"):
         gpt.load(path)
@@ -229,6 +219,4 @@ def test_embed_sentence_pools_pieces_and_sees_only_the_left_context(trained):
     ids, word_ids = model.tokenizer.encode_words(["the", "catmat"])
     assert word_ids.count(1) > 1
     states = torch.cat(model.hidden_states(torch.tensor([ids])))
-    torch.testing.assert_close(
-        model.embed_sentence(["the", "catmat"])[:, 1], states[:, 1:].mean(dim=1)
-    )
+    torch.testing.assert_close(model.embed_sentence(["the", "catmat"])[:, 1], states[:, 1:].mean(dim=1))

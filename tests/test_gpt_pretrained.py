@@ -79,9 +79,34 @@ def test_embed_sentence_has_one_vector_per_layer_and_word(model):
 
 def test_train_gpt_runs_and_lowers_the_loss(tmp_path):
     out = tmp_path / "gpt.safetensors"
-    argv = ["--num-tokens", "20000", "--wordnet-fraction", "0", "--vocab-size", "300", "--layers", "1",
-            "--hidden", "32", "--heads", "2", "--block-size", "32", "--steps", "30", "--batch-size", "8",
-            "--lr", "3e-3", "--warmup-steps", "5", "--threads", "1", "--out", str(out)]  # fmt: skip
+    argv = [
+        "--num-tokens",
+        "20000",
+        "--wordnet-fraction",
+        "0",
+        "--vocab-size",
+        "300",
+        "--layers",
+        "1",
+        "--hidden",
+        "32",
+        "--heads",
+        "2",
+        "--block-size",
+        "32",
+        "--steps",
+        "30",
+        "--batch-size",
+        "8",
+        "--lr",
+        "3e-3",
+        "--warmup-steps",
+        "5",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    ]
     metrics = train_gpt.main(argv)
     assert len(metrics["history"]) == 30
     for name, loss in metrics["loss"].items():

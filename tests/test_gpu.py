@@ -42,8 +42,9 @@ def test_pretraining_runs_under_bf16_autocast_and_keeps_fp32_weights():
     tok = model.tokenizer
     documents = tokenize_documents(tok, ToyWorld(0).corpus(20_000))
     instances = create_pretraining_instances(documents, 64, seed=0)
-    config = PretrainConfig(train=TrainConfig(steps=30, lr=1e-4, warmup_steps=3, schedule="linear"), batch_size=16,
-                            eval_every=0)
+    config = PretrainConfig(
+        train=TrainConfig(steps=30, lr=1e-4, warmup_steps=3, schedule="linear"), batch_size=16, eval_every=0
+    )
     result = pretrain(model, instances, tok, config, instances[:64], device=DEVICE)
     assert len(result.losses) == 30 and all(math.isfinite(x) for x in result.losses), result.losses
     assert result.evals and result.evals[-1]["mlm_accuracy"] > 0.1, result.evals

@@ -20,9 +20,7 @@ def test_wheel_includes_checkpoints(tmp_path):
     src.mkdir()
     for name in PACKAGE_FILES:
         shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(
-        ROOT / "lib", src / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
-    )
+    shutil.copytree(ROOT / "lib", src / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     checkpoints = src / "lib" / "word2bert" / "checkpoints"
     checkpoints.mkdir(exist_ok=True)
     for name in ["tiny-test.safetensors", "tiny-test.json", "tiny-test.md"]:
@@ -52,9 +50,7 @@ def test_wheel_includes_checkpoints(tmp_path):
     (wheel,) = (tmp_path / "wheel").glob("word2bert-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     missing = expected - names
-    assert not missing, (
-        f"checkpoint files left out of the wheel (package-data in pyproject.toml?): {missing}"
-    )
+    assert not missing, f"checkpoint files left out of the wheel (package-data in pyproject.toml?): {missing}"
     assert "word2bert/__init__.py" in names and "word2bert/data/toyworld.py" in names
     assert not any(n.startswith("word2bert_grader/") for n in names), (
         "the students' library must not carry the grading pipeline"
@@ -65,10 +61,25 @@ def test_wheel_includes_checkpoints(tmp_path):
 @pytest.mark.slow
 def test_grader_is_a_distribution_of_its_own(tmp_path):
     src = tmp_path / "grader"
-    shutil.copytree(ROOT / "lib" / "word2bert_grader", src,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-                    str(src), "-w", str(tmp_path / "wheel")], check=True, cwd=tmp_path)
+    shutil.copytree(
+        ROOT / "lib" / "word2bert_grader", src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            str(src),
+            "-w",
+            str(tmp_path / "wheel"),
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
     (wheel,) = (tmp_path / "wheel").glob("word2bert_grader-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for module in ("sandbox", "runner", "wire", "proxy", "harness", "pipeline", "downloads", "__main__"):

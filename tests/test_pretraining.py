@@ -37,7 +37,9 @@ def batch_with_specials(seed=0, shape=(200, 500)):
 def test_masking_statistics_80_10_10():
     ids, special = batch_with_specials()
     before = ids.clone()
-    corrupted, labels = mask_tokens(ids, special, vocab_size=V, mask_token_id=4, generator=torch.Generator().manual_seed(1))
+    corrupted, labels = mask_tokens(
+        ids, special, vocab_size=V, mask_token_id=4, generator=torch.Generator().manual_seed(1)
+    )
     assert torch.equal(ids, before), "the input must not be modified"
     chosen = labels != -100
     n_candidates = (~special).sum().item()
@@ -57,8 +59,10 @@ def test_masking_statistics_80_10_10():
 
 def test_special_tokens_never_masked_and_generator_reproducible():
     ids, special = batch_with_specials(seed=3)
-    runs = [mask_tokens(ids, special, vocab_size=V, mask_token_id=4, generator=torch.Generator().manual_seed(s))
-            for s in (7, 7, 8)]
+    runs = [
+        mask_tokens(ids, special, vocab_size=V, mask_token_id=4, generator=torch.Generator().manual_seed(s))
+        for s in (7, 7, 8)
+    ]
     for corrupted, labels in runs:
         assert (labels[special] == -100).all()
         assert torch.equal(corrupted[special], ids[special])
@@ -173,7 +177,9 @@ def test_collator_batch_segments_and_dynamic_masking(tokenizer):
     assert batch["attention_mask"][1].tolist() == [1] * (len(b) + len(a[:2]) + 3) + [0] * (len(a) - 2)
     clean = torch.tensor(build_pair_input(b, a[:2], cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id)[0])
     special = torch.isin(clean, torch.tensor([tokenizer.cls_id, tokenizer.sep_id]))
-    assert (batch["labels"][1, : len(clean)][special] == -100).all() and (batch["labels"][1, len(clean) :] == -100).all()
+    assert (batch["labels"][1, : len(clean)][special] == -100).all() and (
+        batch["labels"][1, len(clean) :] == -100
+    ).all()
     assert not torch.equal(collate(instances)["labels"], batch["labels"]), "each batch draws new masks"
 
 
@@ -184,12 +190,20 @@ def test_the_training_objective_is_the_models_own_loss(tokenizer):
     from word2bert.pretraining import PretrainingObjective
 
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=32, num_hidden_layers=2,
-                                          num_attention_heads=2, intermediate_size=64)).eval()
+    model = BertForPreTraining(
+        BertConfig(
+            vocab_size=len(tokenizer.vocab),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+        )
+    ).eval()
     a = tokenizer.encode_words("the cat sat on the mat".split()).input_ids[1:-1]
     b = tokenizer.encode_words("playing happily".split()).input_ids[1:-1]
     batch = PretrainingCollator(tokenizer, mlm_probability=0.3, seed=1)(
-        [PretrainingInstance(a, b, False), PretrainingInstance(b, a[:3], True)] * 4)
+        [PretrainingInstance(a, b, False), PretrainingInstance(b, a[:3], True)] * 4
+    )
     assert (batch["labels"] != -100).any() and (batch["attention_mask"] == 0).any()
     loss, mlm_logits, nsp_logits = PretrainingObjective(model)(**batch)
     out = model(**batch)
@@ -218,13 +232,27 @@ def test_pretrain_is_the_shared_loop_with_evaluation_and_checkpoints_as_callback
     a = tokenizer.encode_words("the cat sat on the mat".split()).input_ids[1:-1]
     b = tokenizer.encode_words("playing happily".split()).input_ids[1:-1]
     instances = [PretrainingInstance(a, b, False), PretrainingInstance(b, a[:2], True)] * 12  # 3 batches an epoch
-    config = PretrainConfig(train=TrainConfig(steps=10, lr=1e-2, warmup_steps=2, schedule="linear"),
-                            batch_size=8, eval_every=4, checkpoint_every=3, seed=5)
+    config = PretrainConfig(
+        train=TrainConfig(steps=10, lr=1e-2, warmup_steps=2, schedule="linear"),
+        batch_size=8,
+        eval_every=4,
+        checkpoint_every=3,
+        seed=5,
+    )
 
     def tiny_bert():
         torch.manual_seed(0)
-        return BertForPreTraining(BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=16, num_hidden_layers=1,
-                                             num_attention_heads=2, intermediate_size=32, dropout=0.1), tokenizer)
+        return BertForPreTraining(
+            BertConfig(
+                vocab_size=len(tokenizer.vocab),
+                hidden_size=16,
+                num_hidden_layers=1,
+                num_attention_heads=2,
+                intermediate_size=32,
+                dropout=0.1,
+            ),
+            tokenizer,
+        )
 
     model, saved = tiny_bert(), []
     result = pretrain(model, instances, tokenizer, config, instances[:4], "cpu", lambda m: saved.append(m))
@@ -248,15 +276,53 @@ def run_script(args, n_proc, tmp_path):
     """The pre-training script on a tiny config, on the CPU, with ``n_proc`` processes (torchrun when > 1)."""
     metrics = tmp_path / f"metrics{n_proc}.json"
     common = [
-        "--num-tokens", "6000", "--wordnet-fraction", "0", "--vocab-size", "300", "--max-seq-length", "48",
-        "--layers", "2", "--hidden", "32", "--heads", "2", "--steps", "40", "--long-steps", "0", "--batch-size", "16",
-        "--warmup-steps", "4", "--lr", "3e-3", "--eval-every", "0", "--checkpoint-every", "0", "--dropout", "0",
-        "--out", str(tmp_path / f"bert{n_proc}.safetensors"), "--metrics", str(metrics), "--no-card",
-    ]  # fmt: skip
+        "--num-tokens",
+        "6000",
+        "--wordnet-fraction",
+        "0",
+        "--vocab-size",
+        "300",
+        "--max-seq-length",
+        "48",
+        "--layers",
+        "2",
+        "--hidden",
+        "32",
+        "--heads",
+        "2",
+        "--steps",
+        "40",
+        "--long-steps",
+        "0",
+        "--batch-size",
+        "16",
+        "--warmup-steps",
+        "4",
+        "--lr",
+        "3e-3",
+        "--eval-every",
+        "0",
+        "--checkpoint-every",
+        "0",
+        "--dropout",
+        "0",
+        "--out",
+        str(tmp_path / f"bert{n_proc}.safetensors"),
+        "--metrics",
+        str(metrics),
+        "--no-card",
+    ]
     launcher = [sys.executable, "-m", "word2bert.scripts.pretrain_bert"]
     if n_proc > 1:
-        launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n_proc}",
-                    "-m", "word2bert.scripts.pretrain_bert"]  # fmt: skip
+        launcher = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc_per_node={n_proc}",
+            "-m",
+            "word2bert.scripts.pretrain_bert",
+        ]
     env = {**os.environ, "W2B_DEVICE": "cpu", "OMP_NUM_THREADS": "1"}
     # generous: two ranks start slowly on a machine busy with the rest of the suite
     done = subprocess.run(launcher + common + args, env=env, capture_output=True, text=True, timeout=600)
@@ -268,8 +334,10 @@ def run_script(args, n_proc, tmp_path):
 def test_torchrun_two_ranks_match_one_process(tmp_path):
     single = run_script([], 1, tmp_path)
     ddp = run_script([], 2, tmp_path)
-    print(f"eval loss: 1 process {single['eval']['loss']:.4f}, 2 ranks {ddp['eval']['loss']:.4f}; final train loss: "
-          f"{single['final_train_loss']:.4f} vs {ddp['final_train_loss']:.4f}")
+    print(
+        f"eval loss: 1 process {single['eval']['loss']:.4f}, 2 ranks {ddp['eval']['loss']:.4f}; final train loss: "
+        f"{single['final_train_loss']:.4f} vs {ddp['final_train_loss']:.4f}"
+    )
     assert ddp["world_size"] == 2 and len(ddp["parameter_digests"]) == 2
     assert ddp["parameter_digests"][0] == ddp["parameter_digests"][1], "both ranks end with the same parameters"
     start = math.log(single["vocab_size"]) + math.log(2)  # the loss of uniform guesses

@@ -34,7 +34,7 @@ def roundtrip(value, handle=None):
     position = [0]
 
     def read(n):
-        chunk = data[position[0]:position[0] + n]
+        chunk = data[position[0] : position[0] + n]
         position[0] += n
         return chunk
 
@@ -51,9 +51,17 @@ def frame(header: bytes, blob: bytes = b""):
 def test_wire_rebuilds_plain_values_exactly():
     g = torch.Generator().manual_seed(3)
     rng = random.Random(5)
-    value = {"ints": [1, -2, 10**30], "t": (torch.arange(6).view(2, 3), torch.tensor([True, False])),
-             "f": [1.5, float("inf")], "s": "é", "none": None, "size": torch.Size([2, 3]),
-             "dtype": torch.float16, 3: [rng, g], (1, "a"): torch.zeros(2, dtype=torch.bfloat16)}
+    value = {
+        "ints": [1, -2, 10**30],
+        "t": (torch.arange(6).view(2, 3), torch.tensor([True, False])),
+        "f": [1.5, float("inf")],
+        "s": "é",
+        "none": None,
+        "size": torch.Size([2, 3]),
+        "dtype": torch.float16,
+        3: [rng, g],
+        (1, "a"): torch.zeros(2, dtype=torch.bfloat16),
+    }
     back = roundtrip(value)
     assert back.keys() == value.keys()
     assert back["ints"] == value["ints"] and back["f"] == value["f"] and back["s"] == "é"
@@ -65,15 +73,18 @@ def test_wire_rebuilds_plain_values_exactly():
     assert back[(1, "a")].dtype == torch.bfloat16
 
 
-@pytest.mark.parametrize("header, why", [
-    (b"not json", "not a JSON"),
-    (b'{"v": {"$tensor": "t0"}}', "unknown or repeated tensor"),
-    (b'{"v": {"$eval": "__import__(\'os\')"}}', "unexpected object"),
-    (b'{"v": {"$dtype": "object"}}', "unknown dtype"),
-    (b'{"v": {"$random": [3, [1, 2], null]}}', "bad random.Random state"),
-    (b'{"v": {"$dict": [[{"$list": []}, 1]]}}', "dict key"),
-    (b'{"v": ' + b'{"$list": [' * 80 + b"1" + b"]}" * 80 + b"}", "nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "header, why",
+    [
+        (b"not json", "not a JSON"),
+        (b'{"v": {"$tensor": "t0"}}', "unknown or repeated tensor"),
+        (b'{"v": {"$eval": "__import__(\'os\')"}}', "unexpected object"),
+        (b'{"v": {"$dtype": "object"}}', "unknown dtype"),
+        (b'{"v": {"$random": [3, [1, 2], null]}}', "bad random.Random state"),
+        (b'{"v": {"$dict": [[{"$list": []}, 1]]}}', "dict key"),
+        (b'{"v": ' + b'{"$list": [' * 80 + b"1" + b"]}" * 80 + b"}", "nested too deeply"),
+    ],
+)
 def test_wire_refuses_forged_messages(header, why):
     with pytest.raises(wire.WireError, match=why):
         head, tensors = frame(header)
@@ -106,7 +117,7 @@ def session():
     except Exception as error:  # no bubblewrap or no user namespaces here
         pytest.skip(f"the sandbox cannot start here: {error}")
     s = Session(sandbox)
-    code = '''
+    code = """
 import random, math, torch
 from torch import nn
 
@@ -147,7 +158,7 @@ def lying():
         def __eq__(self, other):
             return True
     return Yes()
-'''
+"""
     reply, _ = sandbox.request({"op": "run_cell", "source": code}, timeout=60)
     assert reply["error"] is None, reply
     yield s
@@ -206,7 +217,11 @@ def test_student_modules_are_mirrored(session):
     assert isinstance(layer, Highway) and isinstance(layer.transform, nn.Linear)
     assert layer.transform.in_features == 5 and isinstance(layer.gate[1], nn.Sigmoid)
     assert sorted(n for n, _ in layer.named_parameters()) == [
-        "gate.0.bias", "gate.0.weight", "transform.bias", "transform.weight"]
+        "gate.0.bias",
+        "gate.0.weight",
+        "transform.bias",
+        "transform.weight",
+    ]
     x = torch.randn(3, 5)
     with torch.no_grad():
         layer.transform.weight.fill_(0.1)  # the grader's changes reach the student's module
@@ -266,20 +281,45 @@ def test_no_bubblewrap_stops_with_the_fix(monkeypatch):
 
 @pytest.mark.slow
 def test_autograde_without_bubblewrap_exits_with_the_reason(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "word2bert_grader", "--root", str(tmp_path), "autograde"],
-                         capture_output=True, text=True, env={"PATH": "/nonexistent"}, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "word2bert_grader", "--root", str(tmp_path), "autograde"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/nonexistent"},
+        check=False,
+    )
     assert run.returncode != 0 and "bubblewrap" in run.stderr and "--unsafe-no-sandbox" in run.stderr
 
 
 def test_feedback_escapes_and_sanitizes_what_the_student_wrote():
     step = notebook.Step("student", "print('<script>alert(1)</script>')")
-    record = type("R", (), {"step": step, "failure": "", "outputs": [
-        {"type": "stream", "name": "stdout", "text": "<script>alert(2)</script>"},
-        {"type": "display", "data": {"text/html": "<b>ok</b><script>alert(3)</script><img src=x onerror=alert(4)>"}},
-        {"type": "display", "data": {"image/png": "PHN2Zz4=", "text/plain": "<i>"}},
-    ]})()
-    md = type("R", (), {"step": notebook.Step("markdown", "<script>alert(5)</script> [x](javascript:alert(6))",
-                                              student_markdown=True), "failure": "", "outputs": []})()
+    record = type(
+        "R",
+        (),
+        {
+            "step": step,
+            "failure": "",
+            "outputs": [
+                {"type": "stream", "name": "stdout", "text": "<script>alert(2)</script>"},
+                {
+                    "type": "display",
+                    "data": {"text/html": "<b>ok</b><script>alert(3)</script><img src=x onerror=alert(4)>"},
+                },
+                {"type": "display", "data": {"image/png": "PHN2Zz4=", "text/plain": "<i>"}},
+            ],
+        },
+    )()
+    md = type(
+        "R",
+        (),
+        {
+            "step": notebook.Step(
+                "markdown", "<script>alert(5)</script> [x](javascript:alert(6))", student_markdown=True
+            ),
+            "failure": "",
+            "outputs": [],
+        },
+    )()
     result = {"student": "<eve>", "assignment": "a", "score": 0, "max_score": 1, "notes": [], "cells": {}}
     page = feedback.page(result, [record, md])
     assert "<script" not in page and "onerror" not in page and 'href="javascript' not in page
@@ -293,19 +333,33 @@ def test_the_plan_restores_tests_and_keeps_scratch_cells_in_place():
         meta = {"nbgrader": nbgrader} if nbgrader else {}
         return {"cell_type": kind, "source": source, "metadata": meta}
 
-    source = [cell("code", "import torch", grade_id="setup", locked=True),
-              cell("code", "def f(x):\n    return x", grade_id="f", solution=True),
-              cell("code", "assert f(1) == 1\n### BEGIN HIDDEN TESTS\nassert f(2) == 2\n### END HIDDEN TESTS",
-                   grade_id="test_f", grade=True, points=2)]
-    submission = [cell("code", "import os", grade_id="setup", locked=True),
-                  cell("code", "def f(x):\n    return 0", grade_id="f", solution=True),
-                  cell("code", "scratch = 1"),
-                  cell("code", "def f(x):\n    return x", grade_id="f", solution=True),
-                  cell("code", "pass", grade_id="test_f", grade=True, points=200)]
+    source = [
+        cell("code", "import torch", grade_id="setup", locked=True),
+        cell("code", "def f(x):\n    return x", grade_id="f", solution=True),
+        cell(
+            "code",
+            "assert f(1) == 1\n### BEGIN HIDDEN TESTS\nassert f(2) == 2\n### END HIDDEN TESTS",
+            grade_id="test_f",
+            grade=True,
+            points=2,
+        ),
+    ]
+    submission = [
+        cell("code", "import os", grade_id="setup", locked=True),
+        cell("code", "def f(x):\n    return 0", grade_id="f", solution=True),
+        cell("code", "scratch = 1"),
+        cell("code", "def f(x):\n    return x", grade_id="f", solution=True),
+        cell("code", "pass", grade_id="test_f", grade=True, points=200),
+    ]
     plan = notebook.plan(source, submission)
     kinds = [(s.kind, s.source.splitlines()[0]) for s in plan.steps]
-    assert kinds == [("setup", "import torch"), ("student", "def f(x):"), ("student", "scratch = 1"),
-                     ("answer", "def f(x):"), ("test", "assert f(1) == 1")], kinds
+    assert kinds == [
+        ("setup", "import torch"),
+        ("student", "def f(x):"),
+        ("student", "scratch = 1"),
+        ("answer", "def f(x):"),
+        ("test", "assert f(1) == 1"),
+    ], kinds
     assert plan.steps[3].source.endswith("return x"), "the last copy of an answer is the answer"
     assert plan.steps[-1].points == 2 and "HIDDEN" in plan.steps[-1].source
     assert plan.contract == ["f"]

@@ -54,9 +54,7 @@ def test_schedules_warm_up_linearly_then_decay_to_zero():
 
 def test_scheduler_sets_the_learning_rate_of_every_group():
     m = Tiny()
-    opt, sched = make_optimizer(
-        m, TrainConfig(steps=10, lr=1e-3, warmup_steps=4, schedule="linear")
-    )
+    opt, sched = make_optimizer(m, TrainConfig(steps=10, lr=1e-3, warmup_steps=4, schedule="linear"))
     assert [g["lr"] for g in opt.param_groups] == [pytest.approx(2.5e-4)] * 2
     for _ in range(4):
         opt.step()
@@ -79,9 +77,7 @@ def test_train_lowers_the_loss_and_reports_every_step():
     torch.manual_seed(0)
     x = torch.randn(64, 5)
     y = x @ torch.randn(5, 1)
-    batches = [
-        (x[i : i + 16], y[i : i + 16]) for i in range(0, 64, 16)
-    ]  # cycled: 4 batches, 40 steps
+    batches = [(x[i : i + 16], y[i : i + 16]) for i in range(0, 64, 16)]  # cycled: 4 batches, 40 steps
     model = nn.Linear(5, 1)
     seen = []  # what a callback sees: every step, numbered from 1, with its loss
     history = train(
@@ -99,9 +95,7 @@ def test_train_lowers_the_loss_and_reports_every_step():
 
 def test_train_refuses_an_exhausted_generator():
     with pytest.raises(ValueError, match="no batches"):
-        train(
-            nn.Linear(2, 1), iter([]), lambda m, b: m(b).sum(), TrainConfig(steps=2), device="cpu"
-        )
+        train(nn.Linear(2, 1), iter([]), lambda m, b: m(b).sum(), TrainConfig(steps=2), device="cpu")
 
 
 def progress_bar_stderr(**env: str) -> str:
@@ -114,9 +108,7 @@ def progress_bar_stderr(**env: str) -> str:
         "        pass\n"
     )
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TQDM_")} | env
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=environ, capture_output=True, text=True, timeout=300
-    )
+    done = subprocess.run([sys.executable, "-c", script], env=environ, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return done.stderr
 

@@ -12,7 +12,9 @@ from word2bert.data import ToyWorld, wordnet_available
 from word2bert.testing import assert_frequency
 from word2bert.vectors import KeyedVectors
 
-needs_wordnet = pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 not installed (apt-get install wordnet-base)")
+needs_wordnet = pytest.mark.skipif(
+    not wordnet_available(), reason="WordNet 3.0 not installed (apt-get install wordnet-base)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +86,17 @@ def test_windows_never_cross_sentences_and_pairs_with_window_one():
     ids = torch.tensor([10, 20, 30, 40, 50])
     sentence = torch.tensor([0, 0, 0, 1, 1])
     centers, contexts = w2v.skipgram_pairs(ids, sentence, 1, torch.Generator().manual_seed(0))
-    assert sorted(zip(centers.tolist(), contexts.tolist())) == [(10, 20), (20, 10), (20, 30), (30, 20), (40, 50),
-                                                                (50, 40)]
-    inputs, mask, targets = w2v.cbow_examples(torch.tensor([1, 2, 3]), torch.tensor([0, 0, 1]), 2,
-                                              torch.Generator().manual_seed(0))
+    assert sorted(zip(centers.tolist(), contexts.tolist())) == [
+        (10, 20),
+        (20, 10),
+        (20, 30),
+        (30, 20),
+        (40, 50),
+        (50, 40),
+    ]
+    inputs, mask, targets = w2v.cbow_examples(
+        torch.tensor([1, 2, 3]), torch.tensor([0, 0, 1]), 2, torch.Generator().manual_seed(0)
+    )
     assert targets.tolist() == [1, 2], "a one-word sentence has no context, so no CBOW example"
     assert inputs.shape == mask.shape == (2, 4)
     assert [sorted(inputs[k][mask[k]].tolist()) for k in range(2)] == [[2], [1]]

@@ -31,8 +31,18 @@ def hf(ours, tmp_path_factory):
 
 def test_basic_tokenize_lowercases_strips_accents_and_splits_punctuation():
     assert basic_tokenize("Héllo, WORLD!! don't\tstop 東京") == [
-        "hello", ",", "world", "!", "!", "don", "'", "t", "stop", "東", "京"
-    ]  # fmt: skip
+        "hello",
+        ",",
+        "world",
+        "!",
+        "!",
+        "don",
+        "'",
+        "t",
+        "stop",
+        "東",
+        "京",
+    ]
     assert basic_tokenize("Héllo", lowercase=False) == ["Héllo"]
 
 
@@ -63,8 +73,10 @@ def test_same_ids_as_hf_for_sentence_pairs_and_truncation(ours, hf):
     ref = hf(a, b, return_special_tokens_mask=True)
     enc = ours.encode(a, b)
     assert (enc.input_ids, enc.token_type_ids, enc.special_tokens_mask) == (
-        ref["input_ids"], ref["token_type_ids"], ref["special_tokens_mask"]
-    )  # fmt: skip
+        ref["input_ids"],
+        ref["token_type_ids"],
+        ref["special_tokens_mask"],
+    )
     assert set(enc.token_type_ids) == {0, 1}
     for n in (11, 20, 31):
         ref = hf(a, b, truncation="longest_first", max_length=n)
@@ -83,9 +95,7 @@ def test_training_vocabulary(ours):
     assert len(set(ours.vocab)) == 400
     assert {"return", "##e", "t"} <= set(ours.vocab)
     assert ours.tokenize("the players played") == ["the", "players", "played"]
-    assert (
-        ours.unk_id not in ours.encode(TRAIN).input_ids
-    )  # every character of the corpus is in the vocabulary
+    assert ours.unk_id not in ours.encode(TRAIN).input_ids  # every character of the corpus is in the vocabulary
 
 
 def test_encode_words_and_batch(ours):

@@ -48,9 +48,9 @@ def test_build_job_runs_the_local_ci_then_builds_the_book(workflow):
     # Anything else the job runs is set-up before `make setup` (cache bookkeeping, the CPU torch).
     extra = commands[: commands.index("make setup")]
     assert all("make " not in c and "pytest" not in c for c in extra), extra
-    assert commands[commands.index("make setup"):] == [
-        "make setup", "bash .ci/run", "make book", "make dist"
-    ], "after set-up, the build job runs exactly the local commands"
+    assert commands[commands.index("make setup") :] == ["make setup", "bash .ci/run", "make book", "make dist"], (
+        "after set-up, the build job runs exactly the local commands"
+    )
 
 
 def test_local_ci_is_what_the_readme_calls_the_test_command():
@@ -88,17 +88,18 @@ def test_caches_cover_the_venv_and_the_execution_cache(workflow):
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     for name in ("lint", "build"):
         job = workflow["jobs"][name]
-        caches = {s["with"]["path"]: s for s in job["steps"]
-                  if s.get("uses", "").startswith("actions/cache@")}
+        caches = {s["with"]["path"]: s for s in job["steps"] if s.get("uses", "").startswith("actions/cache@")}
         key = caches[".venv"]["with"]["key"]
         for pinned in ("constraints.txt", "pyproject.toml", "lib/word2bert_grader/pyproject.toml"):
             assert f"'{pinned}'" in key, f"{name}: the venv's cache key must hash {pinned}"
         assert "steps.python.outputs.version" in key, f"{name}: key on Python's version"
-    build_caches = [s["with"]["path"] for s in workflow["jobs"]["build"]["steps"]
-                    if s.get("uses", "").startswith("actions/cache@")]
+    build_caches = [
+        s["with"]["path"] for s in workflow["jobs"]["build"]["steps"] if s.get("uses", "").startswith("actions/cache@")
+    ]
     assert config["execute"]["cache"] in build_caches, (
         f"the build job must cache the jupyter-cache folder of _config.yml, "
-        f"{config['execute']['cache']}: {build_caches}")
+        f"{config['execute']['cache']}: {build_caches}"
+    )
     assert config["execute"]["execute_notebooks"] == "cache"
 
 
@@ -116,7 +117,10 @@ def test_workflows_match_the_github_workflow_schema():
         pytest.skip("check-jsonschema is not installed: pip install -c constraints.txt -e '.[dev]'")
     result = subprocess.run(
         [str(check), "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -130,6 +134,7 @@ def test_actionlint_finds_nothing():
             "downloads the binary from GitHub while installing, so it needs access to GitHub); "
             "the workflow's lint job runs it"
         )
-    result = subprocess.run([found, *map(str, WORKFLOWS)], capture_output=True, text=True,
-                            timeout=120, check=False, cwd=ROOT)
+    result = subprocess.run(
+        [found, *map(str, WORKFLOWS)], capture_output=True, text=True, timeout=120, check=False, cwd=ROOT
+    )
     assert result.returncode == 0, result.stdout + result.stderr

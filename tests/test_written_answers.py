@@ -46,7 +46,8 @@ def test_the_plan_carries_the_students_text_never_the_model_answer():
     plan = notebook.plan(SOURCE, student("Because *one* is the <b>answer</b>."))
     written = [s for s in plan.steps if s.kind == "written"]
     assert [(s.grade_id, s.source, s.points) for s in written] == [
-        ("why_f", "Because *one* is the <b>answer</b>.", 3.0)]
+        ("why_f", "Because *one* is the <b>answer</b>.", 3.0)
+    ]
     assert all(MODEL_ANSWER not in s.source for s in plan.steps), "the model answer reached the plan"
     assert not plan.notes
 
@@ -62,12 +63,21 @@ def test_the_plan_carries_the_students_text_never_the_model_answer():
 
 def test_feedback_shows_the_answer_sanitized_and_the_graded_copy_keeps_its_grade_cell():
     plan = notebook.plan(SOURCE, student("Because <script>alert(1)</script> [x](javascript:alert(2))"))
-    records = [type("R", (), {"step": s, "outputs": [], "failure": "", "passed": True, "test_output": "",
-                              "message": ""})() for s in plan.steps]
-    result = {"student": "s", "assignment": "a", "score": 2.0, "max_score": 2.0, "written": {"why_f": 3.0},
-              "notes": [], "cells": {"test_f": 2.0}}
+    records = [
+        type("R", (), {"step": s, "outputs": [], "failure": "", "passed": True, "test_output": "", "message": ""})()
+        for s in plan.steps
+    ]
+    result = {
+        "student": "s",
+        "assignment": "a",
+        "score": 2.0,
+        "max_score": 2.0,
+        "written": {"why_f": 3.0},
+        "notes": [],
+        "cells": {"test_f": 2.0},
+    }
     page = feedback.page(result, records)
-    assert "<script>" not in page and "href=\"javascript:" not in page, "shown as text, never as HTML or a link"
+    assert "<script>" not in page and 'href="javascript:' not in page, "shown as text, never as HTML or a link"
     assert "your written answer: why_f, 3 points, graded by hand" in page
     assert "3 points of written answers, graded by hand" in page and MODEL_ANSWER not in page
 

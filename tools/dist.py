@@ -67,9 +67,20 @@ def build_wheel(dest: Path, root: Path = ROOT) -> Path:
         shutil.copytree(root / "lib" / "word2bert", src / "lib" / "word2bert", ignore=SKIP)
         out = Path(tmp) / "wheel"
         subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-             str(src), "-w", str(out)],
-            check=True, cwd=tmp,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "--quiet",
+                str(src),
+                "-w",
+                str(out),
+            ],
+            check=True,
+            cwd=tmp,
         )
         (wheel,) = out.glob("word2bert-*.whl")
         dest.mkdir(parents=True, exist_ok=True)
@@ -132,9 +143,7 @@ def student_archive(out: Path, root: Path = ROOT, ver: str | None = None) -> Pat
         folder = Path(tmp) / "student"
         shutil.copytree(root / "exercises", folder / "exercises", ignore=SKIP)
         wheel = build_wheel(folder / "wheels", root)
-        (folder / "README.md").write_text(
-            STUDENT_README.format(version=ver, wheel=wheel.name), encoding="utf-8"
-        )
+        (folder / "README.md").write_text(STUDENT_README.format(version=ver, wheel=wheel.name), encoding="utf-8")
         _zip_folder(folder, target, f"word2bert-student-{ver}")
     return target
 
@@ -151,9 +160,7 @@ def book_archive(site: Path, out: Path, ver: str | None = None) -> Path:
 
     with tempfile.TemporaryDirectory(prefix="w2b-book-") as tmp:
         readme = Path(tmp) / "README.txt"
-        readme.write_text(
-            BOOK_README.format(version=ver, student=archive_name("student", ver)), encoding="utf-8"
-        )
+        readme.write_text(BOOK_README.format(version=ver, student=archive_name("student", ver)), encoding="utf-8")
         _zip_folder(site, target, f"word2bert-book-{ver}", skip=itself)
         with zipfile.ZipFile(target, "a", zipfile.ZIP_DEFLATED) as archive:
             archive.write(readme, f"word2bert-book-{ver}/README.txt")
@@ -171,8 +178,7 @@ def publish(archive: Path, site: Path) -> Path:
     return Path(shutil.copy2(archive, folder / archive.name))
 
 
-def make_dist(site: Path = ROOT / "_build" / "html", out: Path = ROOT / "dist",
-              root: Path = ROOT) -> dict[str, Path]:
+def make_dist(site: Path = ROOT / "_build" / "html", out: Path = ROOT / "dist", root: Path = ROOT) -> dict[str, Path]:
     """Write both archives into `out` and the site's downloads/; return them by kind."""
     ver = version()
     out.mkdir(parents=True, exist_ok=True)
@@ -189,8 +195,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "dist")
     args = parser.parse_args(argv)
     for kind, path in make_dist(args.site, args.out).items():
-        print(f"{kind:8} {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
-              f"({path.stat().st_size / 2**20:.1f} MiB)")
+        print(
+            f"{kind:8} {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
+            f"({path.stat().st_size / 2**20:.1f} MiB)"
+        )
 
 
 if __name__ == "__main__":

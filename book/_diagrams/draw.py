@@ -59,23 +59,46 @@ def canvas(width: float, height: float, title: str):
     return fig, ax
 
 
-def box(ax, x, y, w, h, text="", fc="white", ec=LINE, size=10, round_=True, lw=1.0, color="black",
-        weight="normal", style="normal"):
+def box(
+    ax,
+    x,
+    y,
+    w,
+    h,
+    text="",
+    fc="white",
+    ec=LINE,
+    size=10,
+    round_=True,
+    lw=1.0,
+    color="black",
+    weight="normal",
+    style="normal",
+):
     """A box centred on (x, y), with ``text`` in its middle. Returns the box's edges as a dict."""
     shape = f"round,pad=0,rounding_size={min(1.2, h / 3, w / 3)}" if round_ else "square,pad=0"
     ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle=shape, fc=fc, ec=ec, lw=lw))
     if text:
-        ax.text(x, y, text, ha="center", va="center", fontsize=size, color=color, weight=weight,
-                style=style)
-    return {"x": x, "y": y, "left": x - w / 2, "right": x + w / 2, "top": y + h / 2,
-            "bottom": y - h / 2}
+        ax.text(x, y, text, ha="center", va="center", fontsize=size, color=color, weight=weight, style=style)
+    return {"x": x, "y": y, "left": x - w / 2, "right": x + w / 2, "top": y + h / 2, "bottom": y - h / 2}
 
 
 def arrow(ax, start, end, color=LINE, lw=1.1, style="-|>", rad=0.0, shrink=0.0, ls="-"):
     """An arrow from ``start`` to ``end``; ``rad`` bends it, ``shrink`` leaves a gap at both ends."""
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=11, color=color, lw=lw,
-                                 connectionstyle=f"arc3,rad={rad}", shrinkA=shrink, shrinkB=shrink,
-                                 linestyle=ls))
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle=style,
+            mutation_scale=11,
+            color=color,
+            lw=lw,
+            connectionstyle=f"arc3,rad={rad}",
+            shrinkA=shrink,
+            shrinkB=shrink,
+            linestyle=ls,
+        )
+    )
 
 
 def line(ax, xs, ys, color=LINE, lw=1.1, ls="-"):
@@ -96,8 +119,7 @@ def grid(ax, x, y, rows, cols, cell, colors, ec="white"):
     """A rows x cols grid of cells with its top-left corner at (x, y); ``colors(r, c)`` fills a cell."""
     for r in range(rows):
         for c in range(cols):
-            ax.add_patch(Rectangle((x + c * cell, y - (r + 1) * cell), cell, cell, fc=colors(r, c),
-                                   ec=ec, lw=0.8))
+            ax.add_patch(Rectangle((x + c * cell, y - (r + 1) * cell), cell, cell, fc=colors(r, c), ec=ec, lw=0.8))
 
 
 def brace(ax, x0, x1, y, label, size=9, down=True):
@@ -119,8 +141,13 @@ def skipgram_negative_sampling():
     for i, (x, w) in enumerate(zip(xs, words)):
         fc = HIGHLIGHT if i == centre else EMBED if abs(i - centre) <= window else "white"
         box(ax, x, 53, 8.2, 4, w, fc=fc)
-    brace(ax, xs[centre - window] - 4.1, xs[centre + window] + 4.1, 50.2,
-          "context window: up to 2 words on each side of the centre word")
+    brace(
+        ax,
+        xs[centre - window] - 4.1,
+        xs[centre + window] + 4.1,
+        50.2,
+        "context window: up to 2 words on each side of the centre word",
+    )
     text(ax, xs[centre], 57.8, "centre $c$", size=9)
     text(ax, xs[centre - 1], 57.8, "context $o$", size=9)
 
@@ -130,22 +157,37 @@ def skipgram_negative_sampling():
         for r, word in enumerate(rows):
             fc = marks.get(word, "white")
             box(ax, x + 6, y - 1.6 - 2.6 * r, 12, 2.6, "", fc=fc, round_=False, lw=0.8)
-            text(ax, x + 13 if labels_right else x - 1, y - 1.6 - 2.6 * r, word, size=8.5,
-                 ha="left" if labels_right else "right", color=MUTED)
+            text(
+                ax,
+                x + 13 if labels_right else x - 1,
+                y - 1.6 - 2.6 * r,
+                word,
+                size=8.5,
+                ha="left" if labels_right else "right",
+                color=MUTED,
+            )
         text(ax, x + 6, y - 2.6 * len(rows) - 1.4, "$|V|$ rows of $d$ numbers", size=8.5, color=MUTED)
 
     rows_in = ["cat", "hole", "hungry", "mouse", "pasta", "violin", "the", "..."]
     table(10, 42, "input vectors $W$: rows $v_w$", rows_in, {"mouse": HIGHLIGHT})
-    table(74, 42, "output vectors $W'$: rows $v'_w$", rows_in,
-          {"hungry": EMBED, "pasta": NOISE, "violin": NOISE, "the": NOISE}, labels_right=True)
+    table(
+        74,
+        42,
+        "output vectors $W'$: rows $v'_w$",
+        rows_in,
+        {"hungry": EMBED, "pasta": NOISE, "violin": NOISE, "the": NOISE},
+        labels_right=True,
+    )
     box(ax, 80, 13.5, 27, 6.5, "noise words drawn from\n$P_n(w) \\propto U(w)^{3/4}$", fc=NOISE, size=9)
     arrow(ax, (80, 16.8), (80, 19.2))
 
     # the four logistic regressions
-    pairs = [("hungry", "1", EMBED, "$\\sigma(v_c^\\top v'_o)$"),
-             ("pasta", "0", NOISE, "$\\sigma(v_c^\\top v'_{n_1})$"),
-             ("violin", "0", NOISE, "$\\sigma(v_c^\\top v'_{n_2})$"),
-             ("the", "0", NOISE, "$\\sigma(v_c^\\top v'_{n_3})$")]
+    pairs = [
+        ("hungry", "1", EMBED, "$\\sigma(v_c^\\top v'_o)$"),
+        ("pasta", "0", NOISE, "$\\sigma(v_c^\\top v'_{n_1})$"),
+        ("violin", "0", NOISE, "$\\sigma(v_c^\\top v'_{n_2})$"),
+        ("the", "0", NOISE, "$\\sigma(v_c^\\top v'_{n_3})$"),
+    ]
     text(ax, 48, 42.5, "one logistic regression per pair", size=9.5)
     for j, (word, target, fc, formula) in enumerate(pairs):
         y = 37.5 - 6.2 * j
@@ -153,11 +195,21 @@ def skipgram_negative_sampling():
         arrow(ax, (22.5, 42 - 1.6 - 2.6 * 3), (34.8, y), color="#b08d00", lw=0.9)
         row = rows_in.index(word)
         arrow(ax, (73.8, 42 - 1.6 - 2.6 * row), (61.2, y), color=MUTED, lw=0.9)
-    text(ax, 48, 8.5,
-         "$\\ell = -\\log\\sigma(v_c^\\top v'_o) - \\sum_{k=1}^{K} \\log\\sigma(-v_c^\\top v'_{n_k})$",
-         size=12)
-    text(ax, 48, 3.5, "cost per pair: $K + 1$ dot products of size $d$, instead of $|V|$ for a full softmax",
-         size=9, color=MUTED)
+    text(
+        ax,
+        48,
+        8.5,
+        "$\\ell = -\\log\\sigma(v_c^\\top v'_o) - \\sum_{k=1}^{K} \\log\\sigma(-v_c^\\top v'_{n_k})$",
+        size=12,
+    )
+    text(
+        ax,
+        48,
+        3.5,
+        "cost per pair: $K + 1$ dot products of size $d$, instead of $|V|$ for a full softmax",
+        size=9,
+        color=MUTED,
+    )
     return fig
 
 
@@ -171,8 +223,8 @@ def hierarchical_softmax():
         if n >= 8:
             return 8 + 10.5 * (n - 8), 11
         depth = levels[n]
-        first = 2 ** depth
-        span = 8 * 10.5 / 2 ** depth
+        first = 2**depth
+        span = 8 * 10.5 / 2**depth
         return 8 - 5.25 + span * (n - first + 0.5), 47 - 12 * depth
 
     for n in range(1, 8):
@@ -180,13 +232,11 @@ def hierarchical_softmax():
         for child in (2 * n, 2 * n + 1):
             cx, cy = pos(child)
             on_path = n in path and child in path
-            line(ax, [x, cx], [y - 1.8, cy + 1.8], color="#b08d00" if on_path else "#bbbbbb",
-                 lw=2.2 if on_path else 1)
+            line(ax, [x, cx], [y - 1.8, cy + 1.8], color="#b08d00" if on_path else "#bbbbbb", lw=2.2 if on_path else 1)
             if on_path:
                 go_left = child == 2 * n
                 label = f"$\\sigma({'' if go_left else '-'}u_{{{n}}}^\\top v_c)$"
-                text(ax, (x + cx) / 2 + (-4.3 if go_left else 4.3), (y + cy) / 2 + 0.6, label, size=10,
-                     color="#7a6200")
+                text(ax, (x + cx) / 2 + (-4.3 if go_left else 4.3), (y + cy) / 2 + 0.6, label, size=10, color="#7a6200")
         fc = HIGHLIGHT if n in path else "white"
         ax.add_patch(plt.Circle((x, y), 1.9, fc=fc, ec=LINE, lw=1))
         text(ax, x, y, f"$u_{{{n}}}$", size=9.5)
@@ -196,10 +246,14 @@ def hierarchical_softmax():
     text(ax, 92, 47, "root", size=9, color=MUTED)
     text(ax, 92, 40, "each inner node $n$\nhas a vector $u_n$", size=9, color=MUTED)
     text(ax, 92, 11, "$|V| = 8$\nleaves", size=9, color=MUTED)
-    text(ax, 50, 5,
-         "$p(\\mathrm{mouse} \\mid c) = \\sigma(u_1^\\top v_c)\\,\\sigma(-u_2^\\top v_c)\\,"
-         "\\sigma(u_5^\\top v_c)$: $\\log_2 |V| = 3$ factors, not a sum over $|V|$ words",
-         size=10.5)
+    text(
+        ax,
+        50,
+        5,
+        "$p(\\mathrm{mouse} \\mid c) = \\sigma(u_1^\\top v_c)\\,\\sigma(-u_2^\\top v_c)\\,"
+        "\\sigma(u_5^\\top v_c)$: $\\log_2 |V| = 3$ factors, not a sum over $|V|$ words",
+        size=10.5,
+    )
     return fig
 
 
@@ -212,8 +266,9 @@ def lstm_cell():
     yc, yh = 42, 12
     text(ax, 4, yc, "$c_{t-1}$", size=12)
     text(ax, 4, yh, "$h_{t-1}$", size=12)
-    ax.add_patch(FancyBboxPatch((9, 6), 56, 42, boxstyle="round,pad=0,rounding_size=2", fc="#fafafa",
-                                ec=MUTED, lw=1, ls="--"))
+    ax.add_patch(
+        FancyBboxPatch((9, 6), 56, 42, boxstyle="round,pad=0,rounding_size=2", fc="#fafafa", ec=MUTED, lw=1, ls="--")
+    )
     fx, ix = 20, 36
     arrow(ax, (6.5, yc), (fx - 1.3, yc))
     circle_op(ax, fx, yc, "×")
@@ -229,8 +284,12 @@ def lstm_cell():
     line(ax, [12, 12], [4, yh])
     line(ax, [12, 12], [yh, 18])
     line(ax, [12, 52], [18, 18])
-    gates = [(fx, "$\\sigma$", "$f_t$", "forget"), (30, "$\\sigma$", "$i_t$", "input"),
-             (40, "tanh", "$g_t$", "candidate"), (52, "$\\sigma$", "$o_t$", "output")]
+    gates = [
+        (fx, "$\\sigma$", "$f_t$", "forget"),
+        (30, "$\\sigma$", "$i_t$", "input"),
+        (40, "tanh", "$g_t$", "candidate"),
+        (52, "$\\sigma$", "$o_t$", "output"),
+    ]
     for x, fn, name, label in gates:
         box(ax, x, 23.5, 6.5, 4, fn, fc=FFN if fn != "tanh" else EMBED)
         arrow(ax, (x, 18), (x, 21.5))
@@ -254,12 +313,14 @@ def lstm_cell():
     arrow(ax, (64, yh), (64, 3.5))
     text(ax, 66, 3.5, "to the next layer", size=8.5, color=MUTED, ha="left")
 
-    eqs = ["$f_t = \\sigma(W_f x_t + U_f h_{t-1} + b_f)$",
-           "$i_t = \\sigma(W_i x_t + U_i h_{t-1} + b_i)$",
-           "$g_t = \\tanh(W_g x_t + U_g h_{t-1} + b_g)$",
-           "$o_t = \\sigma(W_o x_t + U_o h_{t-1} + b_o)$",
-           "$c_t = f_t \\odot c_{t-1} + i_t \\odot g_t$",
-           "$h_t = o_t \\odot \\tanh(c_t)$"]
+    eqs = [
+        "$f_t = \\sigma(W_f x_t + U_f h_{t-1} + b_f)$",
+        "$i_t = \\sigma(W_i x_t + U_i h_{t-1} + b_i)$",
+        "$g_t = \\tanh(W_g x_t + U_g h_{t-1} + b_g)$",
+        "$o_t = \\sigma(W_o x_t + U_o h_{t-1} + b_o)$",
+        "$c_t = f_t \\odot c_{t-1} + i_t \\odot g_t$",
+        "$h_t = o_t \\odot \\tanh(c_t)$",
+    ]
     for k, eq in enumerate(eqs):
         text(ax, 77, 40 - 5.2 * k, eq, size=9.5, ha="left")
     text(ax, 77, 45.5, "every step $t$:", size=9.5, color=MUTED)
@@ -277,11 +338,12 @@ def elmo_stack():
         label = f"⟨{ch}⟩" if ch in ("bow", "eow") else ch
         box(ax, 5.5 + 4.1 * i, 12, 3.9, 3.4, label, fc=fc, size=8.5 if len(label) == 1 else 6.5, round_=False)
     text(ax, cx, 7.6, "UTF-8 bytes + markers, padded to $C$ ids", size=8.5, color=MUTED)
-    steps = [(20.5, "character embeddings  $[C, 16]$", EMBED),
-             (29, "convolutions of several widths,\nmax-pooled over the word  $[\\Sigma\\,\\mathrm{filters}]$",
-              FFN),
-             (38, "2 highway layers  $[\\Sigma\\,\\mathrm{filters}]$", FFN),
-             (45.5, "linear projection  $[\\mathrm{dim}]$", NORM)]
+    steps = [
+        (20.5, "character embeddings  $[C, 16]$", EMBED),
+        (29, "convolutions of several widths,\nmax-pooled over the word  $[\\Sigma\\,\\mathrm{filters}]$", FFN),
+        (38, "2 highway layers  $[\\Sigma\\,\\mathrm{filters}]$", FFN),
+        (45.5, "linear projection  $[\\mathrm{dim}]$", NORM),
+    ]
     previous = 13.9
     for y, label, fc in steps:
         h = 6 if "\n" in label else 4
@@ -321,13 +383,17 @@ def elmo_stack():
     box(ax, mid, y_out, 52, 4, "one softmax over the word vocabulary, shared", fc=OUT, size=9)
     arrow(ax, (m - 2.2, y2 + 2.2), (m - 2.2, y_out - 2))
     arrow(ax, (m + 2.2, y2 + 2.2), (m + 2.2, y_out - 2))
-    text(ax, m - 6, y_out + 5, "forward state at mouse\npredicts the next word: ate", size=8.5,
-         color="#2b7a2b")
-    text(ax, m + 25, y_out + 5, "backward state at mouse\npredicts the previous word: the", size=8.5,
-         color="#b35900")
-    text(ax, mid + 2, 2.5, "ELMo's vectors of word $k$: $[x_k; x_k]$, then "
-         "$[\\overrightarrow{h}_k; \\overleftarrow{h}_k]$ per layer: $[L+1, T, 2\\,\\mathrm{dim}]$",
-         size=8.5, color=MUTED)
+    text(ax, m - 6, y_out + 5, "forward state at mouse\npredicts the next word: ate", size=8.5, color="#2b7a2b")
+    text(ax, m + 25, y_out + 5, "backward state at mouse\npredicts the previous word: the", size=8.5, color="#b35900")
+    text(
+        ax,
+        mid + 2,
+        2.5,
+        "ELMo's vectors of word $k$: $[x_k; x_k]$, then "
+        "$[\\overrightarrow{h}_k; \\overleftarrow{h}_k]$ per layer: $[L+1, T, 2\\,\\mathrm{dim}]$",
+        size=8.5,
+        color=MUTED,
+    )
     return fig
 
 
@@ -368,21 +434,43 @@ def transformer_block():
     attn = "masked multi-head\nself-attention"
     ffn = "feed-forward network\n$d \\to 4d$, GELU, $4d \\to d$"
     ffn_named = "feed-forward network (ffn)\n$d \\to 4d$, GELU, $4d \\to d$"
-    pre = [("ln_1", "LayerNorm  (ln_1)", NORM, 3.6), ("attn", attn + "  (attn)", ATTN, 6),
-           ("+1", "", None, 0), ("ln_2", "LayerNorm  (ln_2)", NORM, 3.6),
-           ("ffn", ffn_named, FFN, 6), ("+2", "", None, 0)]
-    _block_column(ax, 32, pre, 19, [("ln_1", "+1"), ("ln_2", "+2")],
-                  "pre-LN: GPT-2, word2bert's GPT",
-                  "the residual path is never normalised;\na final LayerNorm after the last block")
-    post = [("attn", attn, ATTN, 6), ("+1", "", None, 0), ("ln_1", "LayerNorm  (ln_1)", NORM, 3.6),
-            ("ffn", ffn, FFN, 6), ("+2", "", None, 0), ("ln_2", "LayerNorm  (ln_2)", NORM, 3.6)]
-    _block_column(ax, 84, post, 19, [("attn", "+1"), ("ffn", "+2")],
-                  "post-LN: original transformer, GPT-1, BERT",
-                  "every block hands on\nnormalised vectors")
+    pre = [
+        ("ln_1", "LayerNorm  (ln_1)", NORM, 3.6),
+        ("attn", attn + "  (attn)", ATTN, 6),
+        ("+1", "", None, 0),
+        ("ln_2", "LayerNorm  (ln_2)", NORM, 3.6),
+        ("ffn", ffn_named, FFN, 6),
+        ("+2", "", None, 0),
+    ]
+    _block_column(
+        ax,
+        32,
+        pre,
+        19,
+        [("ln_1", "+1"), ("ln_2", "+2")],
+        "pre-LN: GPT-2, word2bert's GPT",
+        "the residual path is never normalised;\na final LayerNorm after the last block",
+    )
+    post = [
+        ("attn", attn, ATTN, 6),
+        ("+1", "", None, 0),
+        ("ln_1", "LayerNorm  (ln_1)", NORM, 3.6),
+        ("ffn", ffn, FFN, 6),
+        ("+2", "", None, 0),
+        ("ln_2", "LayerNorm  (ln_2)", NORM, 3.6),
+    ]
+    _block_column(
+        ax,
+        84,
+        post,
+        19,
+        [("attn", "+1"), ("ffn", "+2")],
+        "post-LN: original transformer, GPT-1, BERT",
+        "every block hands on\nnormalised vectors",
+    )
     text(ax, 58, 62, "the model stacks $L$ blocks", size=9, color=MUTED)
     text(ax, 58, 37, "blue: residual\nconnections", size=8.5, color="#2b6cb0")
-    text(ax, 55, 2.5, "BERT's attention has no causal mask",
-         size=8.5, color=MUTED)
+    text(ax, 55, 2.5, "BERT's attention has no causal mask", size=8.5, color=MUTED)
     return fig
 
 
@@ -405,11 +493,17 @@ def multihead_reshape():
         text(ax, gx - 1.2, gy - (r + 0.5) * cell, f"{r + 1}", size=8, color=MUTED)
     text(ax, gx - 3.6, gy - T * cell / 2, "position", size=8, color=MUTED, rotation=90)
     brace(ax, gx, gx + dk * cell, gy - T * cell - 0.8, "$d_k = d/h$", size=8.5)
-    text(ax, gx - 4, gy - T * cell - 5.2, "$d = h \\cdot d_k$ columns, one colour per head",
-         size=8.5, color=MUTED, ha="left")
+    text(
+        ax,
+        gx - 4,
+        gy - T * cell - 5.2,
+        "$d = h \\cdot d_k$ columns, one colour per head",
+        size=8.5,
+        color=MUTED,
+        ha="left",
+    )
     arrow(ax, (gx + h * dk * cell + 1.5, gy - T * cell / 2), (44, gy - T * cell / 2))
-    text(ax, 33.5, gy - T * cell / 2 + 3.2, ".view(B, T, h, d_k)\n.transpose(1, 2)", size=9,
-         family="DejaVu Sans Mono")
+    text(ax, 33.5, gy - T * cell / 2 + 3.2, ".view(B, T, h, d_k)\n.transpose(1, 2)", size=9, family="DejaVu Sans Mono")
     text(ax, 33.5, gy - T * cell / 2 - 3.2, "[B, T, d] → [B, h, T, d_k]", size=9)
     # step 3: h separate T x d_k grids, each attends on its own
     hx = 46
@@ -420,20 +514,36 @@ def multihead_reshape():
     text(ax, hx + 17, gy - T * cell - 2.2, "$h$ sequences of $T \\times d_k$", size=8.5, color=MUTED)
     # step 4: attention per head
     ay = 26
-    box(ax, 62, ay, 44, 8.5,
+    box(
+        ax,
+        62,
+        ay,
+        44,
+        8.5,
         "in each head: $\\mathrm{softmax}(Q_i K_i^\\top / \\sqrt{d_k})\\, V_i$\n"
         "weights [B, h, T, T], outputs [B, h, T, d_k]\n(one batched matmul for all heads)",
-        fc=ATTN, size=9)
+        fc=ATTN,
+        size=9,
+    )
     arrow(ax, (62, gy - T * cell - 3.5), (62, ay + 4.3))
     # step 5: back
-    back = [(62, 11, ".transpose(1, 2).reshape(B, T, d)\n[B, h, T, d_k] → [B, T, d]: heads side by side"),
-            (22, 11, "w_o\n[B, T, d] → [B, T, d]")]
+    back = [
+        (62, 11, ".transpose(1, 2).reshape(B, T, d)\n[B, h, T, d_k] → [B, T, d]: heads side by side"),
+        (22, 11, "w_o\n[B, T, d] → [B, T, d]"),
+    ]
     box(ax, back[0][0], back[0][1], 44, 6.5, back[0][2], fc=NORM, size=9)
     arrow(ax, (62, ay - 4.3), (62, 14.3))
     box(ax, back[1][0], back[1][1], 22, 6.5, back[1][2], fc=EMBED, size=9)
     arrow(ax, (40, 11), (33.1, 11))
-    text(ax, 55, 3, "$\\mathrm{MultiHead}(X) = \\mathrm{Concat}(\\mathrm{head}_1, \\dots, \\mathrm{head}_h)\\,W^O$"
-         "  (MultiHeadSelfAttention in word2bert.transformer)", size=9, color=MUTED)
+    text(
+        ax,
+        55,
+        3,
+        "$\\mathrm{MultiHead}(X) = \\mathrm{Concat}(\\mathrm{head}_1, \\dots, \\mathrm{head}_h)\\,W^O$"
+        "  (MultiHeadSelfAttention in word2bert.transformer)",
+        size=9,
+        color=MUTED,
+    )
     return fig
 
 
@@ -466,8 +576,14 @@ def kv_cache():
     text(ax, 15, 29, "fed to the model and computed at this step", size=8.5, ha="left")
     box(ax, 13, 25.5, 2.4, 2.4, "", fc=NORM, round_=False, ec="white")
     text(ax, 15, 25.5, "keys and values read from the cache", size=8.5, ha="left")
-    text(ax, 30, 19.5, "generating $T$ tokens: $O(T^2)$ positions recomputed\n"
-         "without the cache, $O(T)$ with it", size=9, color=MUTED)
+    text(
+        ax,
+        30,
+        19.5,
+        "generating $T$ tokens: $O(T^2)$ positions recomputed\nwithout the cache, $O(T)$ with it",
+        size=9,
+        color=MUTED,
+    )
 
     # right: one attention layer at step t
     rx = 62
@@ -487,10 +603,16 @@ def kv_cache():
     text(ax, rx + 34, 12.5, "the only query\n[B, h, 1, d_k]", size=8.5, color=MUTED)
     for i in range(5):
         arrow(ax, (rx + 34, 18.8), (rx + 4 + 7.5 * i, 26.5 if i < 4 else 33.2), color="#b08d00", lw=0.8)
-    text(ax, rx + 10, 19, "weights [B, h, 1, t]:\nno mask needed, every\nkey is in the past", size=8.5,
-         color=MUTED)
-    text(ax, 55, 4, "Feeding only the new token is exact because of the causal mask: the vectors of earlier "
-         "positions never change.", size=8.5, color=MUTED)
+    text(ax, rx + 10, 19, "weights [B, h, 1, t]:\nno mask needed, every\nkey is in the past", size=8.5, color=MUTED)
+    text(
+        ax,
+        55,
+        4,
+        "Feeding only the new token is exact because of the causal mask: the vectors of earlier "
+        "positions never change.",
+        size=8.5,
+        color=MUTED,
+    )
     return fig
 
 
@@ -502,15 +624,26 @@ def bert_embeddings():
     tokens = ["[CLS]", "the", "bat", "flew", "[SEP]", "into", "the", "cave", "[SEP]"]
     segment = ["A"] * 5 + ["B"] * 4
     xs = [26 + 9.2 * i for i in range(len(tokens))]
-    rows = [(43, "input pieces", None), (35, "word_embeddings\n[vocab_size, H]", EMBED),
-            (27, "token_type_embeddings\n[2, H]  (segment A or B)", FFN),
-            (19, "position_embeddings\n[max_positions, H]", ATTN)]
+    rows = [
+        (43, "input pieces", None),
+        (35, "word_embeddings\n[vocab_size, H]", EMBED),
+        (27, "token_type_embeddings\n[2, H]  (segment A or B)", FFN),
+        (19, "position_embeddings\n[max_positions, H]", ATTN),
+    ]
     for y, label, fc in rows:
         text(ax, 1, y, label, size=8.5, ha="left", color="black" if fc is None else "#333333")
     for i, (x, tok, seg) in enumerate(zip(xs, tokens, segment)):
         box(ax, x, 43, 8.2, 4, tok, fc=HIGHLIGHT if tok.startswith("[") else "white", size=9)
-        box(ax, x, 35, 8.2, 4, f"$E_{{\\mathrm{{{tok.strip('[]')}}}}}$".replace("CLS", "[CLS]")
-            .replace("SEP", "[SEP]"), fc=EMBED, size=9)
+        box(
+            ax,
+            x,
+            35,
+            8.2,
+            4,
+            f"$E_{{\\mathrm{{{tok.strip('[]')}}}}}$".replace("CLS", "[CLS]").replace("SEP", "[SEP]"),
+            fc=EMBED,
+            size=9,
+        )
         box(ax, x, 27, 8.2, 4, f"$E_{seg}$", fc=FFN, size=9)
         box(ax, x, 19, 8.2, 4, f"$E_{{{i}}}$", fc=ATTN, size=9)
         for y in (31, 23):
@@ -529,22 +662,33 @@ def mlm_nsp_pipeline():
     stages = [
         (88, "documents\n(toy world + WordNet)", EMBED, "lists of sentences of words"),
         (77, "tokenize_documents", NORM, "every sentence → WordPiece ids"),
-        (63, "create_pretraining_instances", NORM,
-         "fill a chunk up to max_seq_length − 3 pieces,\ncut it at a random sentence: A | B\n"
-         "50%: B = the rest of the chunk (IsNext, 0)\n50%: B from another document (NotNext, 1)\n"
-         "trim the longer segment; balance the labels"),
-        (46, "PretrainingCollator", NORM,
-         "[CLS] A [SEP] B [SEP], segments 0…0 1…1, pad\n"
-         "mask_tokens: 15% of the non-special pieces;\nof those 80% [MASK], 10% random, 10% kept\n"
-         "new masks for every batch (dynamic masking)"),
-        (31, "BertForPreTraining", OUT,
-         "MLM head on every position, loss where label ≠ −100\n"
-         "NSP head on the pooled [CLS] vector\nloss = MLM cross-entropy + NSP cross-entropy"),
+        (
+            63,
+            "create_pretraining_instances",
+            NORM,
+            "fill a chunk up to max_seq_length − 3 pieces,\ncut it at a random sentence: A | B\n"
+            "50%: B = the rest of the chunk (IsNext, 0)\n50%: B from another document (NotNext, 1)\n"
+            "trim the longer segment; balance the labels",
+        ),
+        (
+            46,
+            "PretrainingCollator",
+            NORM,
+            "[CLS] A [SEP] B [SEP], segments 0…0 1…1, pad\n"
+            "mask_tokens: 15% of the non-special pieces;\nof those 80% [MASK], 10% random, 10% kept\n"
+            "new masks for every batch (dynamic masking)",
+        ),
+        (
+            31,
+            "BertForPreTraining",
+            OUT,
+            "MLM head on every position, loss where label ≠ −100\n"
+            "NSP head on the pooled [CLS] vector\nloss = MLM cross-entropy + NSP cross-entropy",
+        ),
     ]
     previous = None
     for y, name, fc, note in stages:
-        b = box(ax, cx, y, 33, 5.5, name, fc=fc, size=9.5,
-                weight="normal" if fc is EMBED else "bold")
+        b = box(ax, cx, y, 33, 5.5, name, fc=fc, size=9.5, weight="normal" if fc is EMBED else "bold")
         text(ax, cx + 18.5, y, note, size=8.5, ha="left", color="#333333")
         if previous is not None:
             arrow(ax, (cx, previous), (cx, b["top"]))
@@ -557,18 +701,29 @@ def mlm_nsp_pipeline():
     labels = ["−100", "−100", "−100", "chased", "−100", "−100", "−100", "−100", "hid", "−100"]
     x0, dx = 30, 7.4
     text(ax, 55, 24.5, "one instance (IsNext) in the batch", size=9.5, weight="bold")
-    rows = [(20, "pieces", ex, "white"), (16, "token_type_ids", types, FFN),
-            (12, "input_ids", after, None), (8, "labels", labels, None)]
+    rows = [
+        (20, "pieces", ex, "white"),
+        (16, "token_type_ids", types, FFN),
+        (12, "input_ids", after, None),
+        (8, "labels", labels, None),
+    ]
     for y, name, values, fc in rows:
         text(ax, x0 - 4.2, y, name, size=8, ha="right", color=MUTED, family="DejaVu Sans Mono")
         for i, v in enumerate(values):
             changed = name == "input_ids" and v != ex[i]
             cell_fc = fc or (HIGHLIGHT if changed else OUT if name == "labels" and v != "−100" else "white")
             box(ax, x0 + dx * i, y, 7.0, 3.2, str(v), fc=cell_fc, size=8, round_=False, lw=0.6)
-    text(ax, x0 + 4.5 * dx, 4.2, "here two pieces were chosen: chased → [MASK], hid → ran (random)",
-         size=8, color=MUTED)
-    text(ax, x0 + 4.5 * dx, 1.7, "batch: input_ids, token_type_ids, attention_mask, labels [B, T]; "
-         "next_sentence_label [B]", size=8, color=MUTED)
+    text(
+        ax, x0 + 4.5 * dx, 4.2, "here two pieces were chosen: chased → [MASK], hid → ran (random)", size=8, color=MUTED
+    )
+    text(
+        ax,
+        x0 + 4.5 * dx,
+        1.7,
+        "batch: input_ids, token_type_ids, attention_mask, labels [B, T]; next_sentence_label [B]",
+        size=8,
+        color=MUTED,
+    )
     return fig
 
 
@@ -583,15 +738,35 @@ def _head_panel(ax, x0, y0, title, tokens, segments, reads, head, outputs, shape
     dx = (w - 4) / len(tokens)
     xs = [x0 + 2 + dx * (i + 0.5) for i in range(len(tokens))]
     for x, tok, seg in zip(xs, tokens, segments):
-        box(ax, x, y0 + 2, dx - 0.6, 3.2, tok, fc=FFN if seg else "white", size=7.5 if len(tok) < 7 else 6.5,
-            round_=False, lw=0.6)
+        box(
+            ax,
+            x,
+            y0 + 2,
+            dx - 0.6,
+            3.2,
+            tok,
+            fc=FFN if seg else "white",
+            size=7.5 if len(tok) < 7 else 6.5,
+            round_=False,
+            lw=0.6,
+        )
         arrow(ax, (x, y0 + 3.6), (x, y0 + 5.4), lw=0.8)
-    box(ax, x0 + w / 2, y0 + 7.5, w - 4, 4, "pre-trained BERT encoder (every weight fine-tuned)", fc=EMBED,
-        size=8.5)
+    box(ax, x0 + w / 2, y0 + 7.5, w - 4, 4, "pre-trained BERT encoder (every weight fine-tuned)", fc=EMBED, size=8.5)
     for i, x in enumerate(xs):
         used = i in reads
-        box(ax, x, y0 + 13, dx - 1.2, 3, "$T$" if used else "", fc=HIGHLIGHT if used else NORM, size=8,
-            round_=False, lw=0.6, ec=LINE if used else "#bbbbbb")
+        box(
+            ax,
+            x,
+            y0 + 13,
+            dx - 1.2,
+            3,
+            "$T$" if used else "",
+            fc=HIGHLIGHT if used else NORM,
+            size=8,
+            round_=False,
+            lw=0.6,
+            ec=LINE if used else "#bbbbbb",
+        )
         arrow(ax, (x, y0 + 9.5), (x, y0 + 11.5), lw=0.8, color=LINE if used else "#bbbbbb")
     one = len(reads) == 1
     hw = 26 if one else w - 4
@@ -609,24 +784,54 @@ def _head_panel(ax, x0, y0, title, tokens, segments, reads, head, outputs, shape
 
 def finetuning_heads():
     fig, ax = canvas(110, 84, "Fine-tuning BERT: four tasks, one encoder, a small head each")
-    _head_panel(ax, 3, 45, "sentence classification (sentiment)",
-                ["[CLS]", "the", "soup", "was", "lovely", "[SEP]"], [0] * 6, [0],
-                "ClassificationHead: pooler\n(dense + tanh), dropout, linear", "label: positive",
-                "[CLS] vector [B, H] → logits [B, num_labels]")
-    _head_panel(ax, 57, 45, "sentence-pair classification (entailment)",
-                ["[CLS]", "bob", "ate", "pie", "[SEP]", "someone", "ate", "[SEP]"], [0] * 5 + [1] * 3, [0],
-                "ClassificationHead on [CLS]", "entailment / neutral /\ncontradiction",
-                "segment B shaded; [CLS] vector → logits [B, 3]")
-    _head_panel(ax, 3, 7, "tagging (parts of speech)",
-                ["[CLS]", "the", "cat", "slept", "[SEP]"], [0] * 5, [1, 2, 3],
-                "TaggingHead: one linear layer on every vector", ["DET", "NOUN", "VERB"],
-                "[B, T, H] → [B, T, num_tags]; specials and later pieces: −100")
-    _head_panel(ax, 57, 7, "extractive question answering",
-                ["[CLS]", "what", "pet", "?", "[SEP]", "rose", "has", "a", "cat", "[SEP]"],
-                [0] * 5 + [1] * 5, list(range(10)),
-                "SpanHead: linear $H \\to 2$, a start and an end score per piece",
-                [""] * 8 + ["answer: cat", ""],
-                "start, end logits [B, T]; best_span: start ≤ end, in the passage")
+    _head_panel(
+        ax,
+        3,
+        45,
+        "sentence classification (sentiment)",
+        ["[CLS]", "the", "soup", "was", "lovely", "[SEP]"],
+        [0] * 6,
+        [0],
+        "ClassificationHead: pooler\n(dense + tanh), dropout, linear",
+        "label: positive",
+        "[CLS] vector [B, H] → logits [B, num_labels]",
+    )
+    _head_panel(
+        ax,
+        57,
+        45,
+        "sentence-pair classification (entailment)",
+        ["[CLS]", "bob", "ate", "pie", "[SEP]", "someone", "ate", "[SEP]"],
+        [0] * 5 + [1] * 3,
+        [0],
+        "ClassificationHead on [CLS]",
+        "entailment / neutral /\ncontradiction",
+        "segment B shaded; [CLS] vector → logits [B, 3]",
+    )
+    _head_panel(
+        ax,
+        3,
+        7,
+        "tagging (parts of speech)",
+        ["[CLS]", "the", "cat", "slept", "[SEP]"],
+        [0] * 5,
+        [1, 2, 3],
+        "TaggingHead: one linear layer on every vector",
+        ["DET", "NOUN", "VERB"],
+        "[B, T, H] → [B, T, num_tags]; specials and later pieces: −100",
+    )
+    _head_panel(
+        ax,
+        57,
+        7,
+        "extractive question answering",
+        ["[CLS]", "what", "pet", "?", "[SEP]", "rose", "has", "a", "cat", "[SEP]"],
+        [0] * 5 + [1] * 5,
+        list(range(10)),
+        "SpanHead: linear $H \\to 2$, a start and an end score per piece",
+        [""] * 8 + ["answer: cat", ""],
+        "start, end logits [B, T]; best_span: start ≤ end, in the passage",
+    )
     return fig
 
 

@@ -25,15 +25,11 @@ import re
 import myst_nb.core.render
 from docutils import nodes
 
-_OVERWRITTEN = re.compile(
-    r"[^\n]*\r(?=[^\n])"
-)  # text that a later carriage return on its line redraws
+_OVERWRITTEN = re.compile(r"[^\n]*\r(?=[^\n])")  # text that a later carriage return on its line redraws
 
 
 def _terminal_text(text: str) -> str:
-    while (
-        shorter := re.sub(r"[^\n\x08]\x08", "", text)
-    ) != text:  # a backspace erases the character before
+    while (shorter := re.sub(r"[^\n\x08]\x08", "", text)) != text:  # a backspace erases the character before
         text = shorter
     return _OVERWRITTEN.sub("", text)
 

@@ -41,26 +41,34 @@ class BertConfig:
 
     @classmethod
     def base(cls) -> BertConfig:
-        return cls(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                   intermediate_size=3072, max_position_embeddings=512)
+        return cls(
+            vocab_size=30522,
+            hidden_size=768,
+            num_hidden_layers=12,
+            num_attention_heads=12,
+            intermediate_size=3072,
+            max_position_embeddings=512,
+        )
 
     @classmethod
     def large(cls) -> BertConfig:
-        return cls(vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                   intermediate_size=4096, max_position_embeddings=512)
+        return cls(
+            vocab_size=30522,
+            hidden_size=1024,
+            num_hidden_layers=24,
+            num_attention_heads=16,
+            intermediate_size=4096,
+            max_position_embeddings=512,
+        )
 
 
 @dataclass
 class BertOutput:
     last_hidden_state: torch.Tensor  # [B, T, H]
     pooler_output: torch.Tensor  # [B, H]
-    hidden_states: list[torch.Tensor] | None = (
-        None  # embeddings, then each block: num_hidden_layers + 1 of [B, T, H]
-    )
+    hidden_states: list[torch.Tensor] | None = None  # embeddings, then each block: num_hidden_layers + 1 of [B, T, H]
     prediction_logits: torch.Tensor | None = None  # [B, T, V], BertForPreTraining only
-    seq_relationship_logits: torch.Tensor | None = (
-        None  # [B, 2]: is B the sentence after A? (0 = yes)
-    )
+    seq_relationship_logits: torch.Tensor | None = None  # [B, 2]: is B the sentence after A? (0 = yes)
     loss: torch.Tensor | None = None
 
 
@@ -120,9 +128,7 @@ class Bert(nn.Module):
         """attention_mask: [B, T], 1 for tokens, 0 for padding (never attended to)."""
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        mask = (
-            None if attention_mask is None or attention_mask.all() else padding_mask(attention_mask)
-        )
+        mask = None if attention_mask is None or attention_mask.all() else padding_mask(attention_mask)
         x = self.embeddings(input_ids, token_type_ids)
         states = [x]
         for layer in self.layers:
@@ -189,9 +195,7 @@ class BertForPreTraining(nn.Module):
         out.prediction_logits = self.mlm(out.last_hidden_state)
         out.seq_relationship_logits = self.nsp(out.pooler_output)
         if labels is not None:
-            out.loss = F.cross_entropy(
-                out.prediction_logits.flatten(0, 1), labels.flatten(), ignore_index=-100
-            )
+            out.loss = F.cross_entropy(out.prediction_logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
         if next_sentence_label is not None:
             nsp = F.cross_entropy(out.seq_relationship_logits, next_sentence_label)
             out.loss = nsp if out.loss is None else out.loss + nsp
@@ -212,11 +216,16 @@ def from_hf(model) -> Bert | BertForPreTraining:
     if c.hidden_act != "gelu":
         raise ValueError(f"BERT uses the exact GELU; this model uses {c.hidden_act!r}")
     config = BertConfig(
-        vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_hidden_layers=c.num_hidden_layers,
-        num_attention_heads=c.num_attention_heads, intermediate_size=c.intermediate_size,
-        max_position_embeddings=c.max_position_embeddings, type_vocab_size=c.type_vocab_size,
-        dropout=c.hidden_dropout_prob, layer_norm_eps=c.layer_norm_eps,
-    )  # fmt: skip
+        vocab_size=c.vocab_size,
+        hidden_size=c.hidden_size,
+        num_hidden_layers=c.num_hidden_layers,
+        num_attention_heads=c.num_attention_heads,
+        intermediate_size=c.intermediate_size,
+        max_position_embeddings=c.max_position_embeddings,
+        type_vocab_size=c.type_vocab_size,
+        dropout=c.hidden_dropout_prob,
+        layer_norm_eps=c.layer_norm_eps,
+    )
     pretraining = hasattr(model, "cls")
     hf_bert = model.bert if pretraining else model
     if hf_bert.pooler is None:
@@ -231,8 +240,9 @@ def from_hf(model) -> Bert | BertForPreTraining:
         state[name] = tensor
     for prefix in {k.rsplit("attn.", 1)[0] for k in state if ".attn.query." in k}:
         for kind in ("weight", "bias"):  # W^Q, W^K, W^V stacked, as MultiHeadSelfAttention keeps them
-            state[f"{prefix}attn.w_qkv.{kind}"] = torch.cat([state.pop(f"{prefix}attn.{p}.{kind}")
-                                                           for p in ("query", "key", "value")])
+            state[f"{prefix}attn.w_qkv.{kind}"] = torch.cat(
+                [state.pop(f"{prefix}attn.{p}.{kind}") for p in ("query", "key", "value")]
+            )
     return load_converted(ours, state, f"the Hugging Face {type(model).__name__}").to(model.device)
 
 
@@ -255,19 +265,13 @@ HF_NAMES = [
 
 def save(model: BertForPreTraining, path: str | Path) -> Path:
     """A safetensors checkpoint holding the weights, the config and the WordPiece vocabulary."""
-    extra = (
-        {"vocab": model.tokenizer.vocab, "lowercase": model.tokenizer.lowercase}
-        if model.tokenizer
-        else {}
-    )
+    extra = {"vocab": model.tokenizer.vocab, "lowercase": model.tokenizer.lowercase} if model.tokenizer else {}
     return save_checkpoint(path, model, model.config, extra)
 
 
 def load(path: str | Path, device: str | torch.device | None = None) -> BertForPreTraining:
     def build(config: dict, extra: dict) -> BertForPreTraining:
-        tokenizer = (
-            WordPieceTokenizer(extra["vocab"], extra["lowercase"]) if "vocab" in extra else None
-        )
+        tokenizer = WordPieceTokenizer(extra["vocab"], extra["lowercase"]) if "vocab" in extra else None
         return BertForPreTraining(BertConfig(**config), tokenizer)
 
     return load_checkpoint(path, build, device)

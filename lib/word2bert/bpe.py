@@ -23,9 +23,7 @@ import regex
 from .training import progress_bar
 
 # GPT-2's pre-tokenisation: contractions, an optional space then letters, numbers or other symbols, whitespace.
-GPT2_PATTERN = regex.compile(
-    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-)
+GPT2_PATTERN = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
 ENDOFTEXT = "<|endoftext|>"
 
 
@@ -53,18 +51,13 @@ CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
 
 def pretokenize(text: str) -> list[str]:
     """GPT-2's chunks of ``text``, each written in the byte alphabet ("Ġworld" for " world")."""
-    return [
-        "".join(BYTE_TO_CHAR[b] for b in chunk.encode("utf-8"))
-        for chunk in GPT2_PATTERN.findall(text)
-    ]
+    return ["".join(BYTE_TO_CHAR[b] for b in chunk.encode("utf-8")) for chunk in GPT2_PATTERN.findall(text)]
 
 
 class BPETokenizer:
     """A byte-level BPE vocabulary: special tokens, then the 256 byte symbols, then one symbol per merge."""
 
-    def __init__(
-        self, merges: Sequence[tuple[str, str]], special_tokens: Sequence[str] = (ENDOFTEXT,)
-    ):
+    def __init__(self, merges: Sequence[tuple[str, str]], special_tokens: Sequence[str] = (ENDOFTEXT,)):
         self.merges = [tuple(m) for m in merges]
         self.special_tokens = list(special_tokens)
         tokens = self.special_tokens + sorted(BYTE_TO_CHAR.values())
@@ -76,11 +69,7 @@ class BPETokenizer:
         self.id_to_token = {i: t for t, i in self.token_to_id.items()}
         self.ranks = {pair: rank for rank, pair in reversed(list(enumerate(self.merges)))}
         self._special = (
-            regex.compile(
-                "("
-                + "|".join(regex.escape(s) for s in sorted(special_tokens, key=len, reverse=True))
-                + ")"
-            )
+            regex.compile("(" + "|".join(regex.escape(s) for s in sorted(special_tokens, key=len, reverse=True)) + ")")
             if special_tokens
             else None
         )
@@ -103,10 +92,7 @@ class BPETokenizer:
         ``vocab_size`` entries, or no pair occurs ``min_frequency`` times any more."""
         base = cls([], special_tokens)
         word_counts = Counter(
-            chunk
-            for text in texts
-            for piece in base._split_special(text)
-            for chunk in pretokenize(piece)
+            chunk for text in texts for piece in base._split_special(text) for chunk in pretokenize(piece)
         )
         symbols = {tuple(w): n for w, n in word_counts.items()}
         tokens = [base.id_to_token[i] for i in range(base.vocab_size)]
@@ -149,9 +135,7 @@ class BPETokenizer:
         data = bytearray()
         for i in ids:
             t = self.id_to_token[int(i)]
-            data += (
-                t.encode("utf-8") if t in self.special_tokens else bytes(CHAR_TO_BYTE[c] for c in t)
-            )
+            data += t.encode("utf-8") if t in self.special_tokens else bytes(CHAR_TO_BYTE[c] for c in t)
         return data.decode("utf-8", errors="replace")
 
     def encode_words(self, words: Sequence[str]) -> tuple[list[int], list[int]]:

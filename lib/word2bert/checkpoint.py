@@ -39,9 +39,7 @@ def read_metadata(path: str | Path) -> tuple[dict, dict]:
     return json.loads(meta["config"]), json.loads(meta.get("extra", "{}"))
 
 
-def load_checkpoint(
-    path: str | Path, build: Callable[[dict, dict], M], device: str | torch.device | None = None
-) -> M:
+def load_checkpoint(path: str | Path, build: Callable[[dict, dict], M], device: str | torch.device | None = None) -> M:
     """Rebuild a model with ``build(config_dict, extra)`` and load the weights of ``path`` into it."""
     config, extra = read_metadata(path)
     model = build(config, extra)
@@ -55,10 +53,14 @@ def load_converted(model: M, state: dict[str, torch.Tensor], source: str) -> M:
     weight of ours and leave nothing of theirs behind."""
     ours = model.state_dict()
     missing, unexpected = sorted(ours.keys() - state.keys()), sorted(state.keys() - ours.keys())
-    shapes = [f"{k}: {tuple(state[k].shape)} for our {tuple(ours[k].shape)}"
-              for k in sorted(ours.keys() & state.keys()) if state[k].shape != ours[k].shape]
+    shapes = [
+        f"{k}: {tuple(state[k].shape)} for our {tuple(ours[k].shape)}"
+        for k in sorted(ours.keys() & state.keys())
+        if state[k].shape != ours[k].shape
+    ]
     if missing or unexpected or shapes:
-        raise ValueError(f"{source} does not fit our model: missing {missing}, not ours {unexpected}, "
-                         f"other shapes {shapes}")
+        raise ValueError(
+            f"{source} does not fit our model: missing {missing}, not ours {unexpected}, other shapes {shapes}"
+        )
     model.load_state_dict(state, strict=True)
     return model

@@ -42,6 +42,7 @@ CHECKPOINT = Path(__file__).parent / "checkpoints" / "elmo.safetensors"
 BOS_CHAR, EOS_CHAR, BOW_CHAR, EOW_CHAR = 256, 257, 258, 259
 NUM_CHARS = 261
 
+
 @dataclass
 class ElmoConfig:
     """Defaults are the paper's model; ``train_elmo`` uses a tiny one."""
@@ -68,6 +69,7 @@ class ElmoConfig:
 
 
 # --- data: words to character ids, sentences to padded batches --------------------------------------------------
+
 
 def word_char_ids(word: str, max_characters: int) -> list[int]:
     """``[BOW] bytes [EOW]`` (bytes cut to fit), each id + 1, padded with 0; <s> and </s> get marker ids."""
@@ -103,8 +105,15 @@ def make_batch(sentences: Sequence[Sequence[str]], vocab: Vocab | None, max_char
 class SentenceBatches:
     """Re-iterable batches of sentences of similar length (less padding), reshuffled on every pass."""
 
-    def __init__(self, sentences: Sequence[Sequence[str]], vocab: Vocab, batch_size: int, max_characters: int,
-                 max_len: int = 48, seed: int = 0):
+    def __init__(
+        self,
+        sentences: Sequence[Sequence[str]],
+        vocab: Vocab,
+        batch_size: int,
+        max_characters: int,
+        max_len: int = 48,
+        seed: int = 0,
+    ):
         self.sentences = [list(s[:max_len]) for s in sentences if s]
         self.vocab, self.batch_size, self.max_characters = vocab, batch_size, max_characters
         self.generator = torch.Generator().manual_seed(seed)
@@ -132,6 +141,7 @@ def reverse_padded(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 # --- the model -----------------------------------------------------------------------------------------------
+
 
 class Highway(nn.Module):
     """y = g * relu(W_t x) + (1 - g) * x, g = sigmoid(W_g x) (Srivastava et al. 2015): each dimension chooses
@@ -176,8 +186,12 @@ class LanguageModel(nn.Module):
     def __init__(self, config: ElmoConfig):
         super().__init__()
         self.layers = nn.ModuleList(
-            nn.LSTM(config.dim, config.cell_dim, batch_first=True,
-                    proj_size=config.dim if config.cell_dim > config.dim else 0)
+            nn.LSTM(
+                config.dim,
+                config.cell_dim,
+                batch_first=True,
+                proj_size=config.dim if config.cell_dim > config.dim else 0,
+            )
             for _ in range(config.n_layers)
         )
         self.dropout = nn.Dropout(config.dropout)
@@ -228,15 +242,20 @@ class BiLM(nn.Module):
         layers = [torch.cat([tokens, tokens], -1)] + [torch.cat(fb, -1) for fb in zip(forward, backward)]
         return torch.stack(layers) * mask[None, ..., None]
 
-    def cross_entropies(self, chars: torch.Tensor, mask: torch.Tensor, words: torch.Tensor,
-                        reduction: str = "mean") -> tuple[torch.Tensor, torch.Tensor]:
+    def cross_entropies(
+        self, chars: torch.Tensor, mask: torch.Tensor, words: torch.Tensor, reduction: str = "mean"
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Forward LM: the state at t predicts word t + 1; backward LM: the state at t predicts word t - 1."""
         _, forward, backward = self.states(chars, mask)
         # padding targets are -100 (ignored); each sentence has as many targets in both directions
-        pairs = ((forward[-1][:, :-1], words[:, 1:]),
-                 (backward[-1][:, 1:], words[:, :-1].masked_fill(~mask[:, 1:], -100)))  # padding predicts nothing
-        fwd, bwd = (F.cross_entropy(self.softmax(self.dropout(h)).flatten(0, 1), target.flatten(), reduction=reduction)
-                    for h, target in pairs)
+        pairs = (
+            (forward[-1][:, :-1], words[:, 1:]),
+            (backward[-1][:, 1:], words[:, :-1].masked_fill(~mask[:, 1:], -100)),
+        )  # padding predicts nothing
+        fwd, bwd = (
+            F.cross_entropy(self.softmax(self.dropout(h)).flatten(0, 1), target.flatten(), reduction=reduction)
+            for h, target in pairs
+        )
         return fwd, bwd
 
     def loss(self, chars: torch.Tensor, mask: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
@@ -276,8 +295,16 @@ class ScalarMix(nn.Module):
 
 # --- training, evaluation, checkpoints ---------------------------------------------------------------------------
 
-def train(model: BiLM, sentences: Sequence[Sequence[str]], config: TrainConfig, batch_size: int = 32,
-          max_len: int = 48, seed: int = 0, device: str | torch.device | None = None) -> list[float]:
+
+def train(
+    model: BiLM,
+    sentences: Sequence[Sequence[str]],
+    config: TrainConfig,
+    batch_size: int = 32,
+    max_len: int = 48,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+) -> list[float]:
     """Train the biLM on tokenised sentences (cut to ``max_len``) with the course's loop (AdamW, warm-up, clipping,
     tqdm); returns the loss of every step."""
     torch.manual_seed(seed)

@@ -13,8 +13,25 @@ from .vectors import KeyedVectors
 
 # Toy-world categories for the word tests: lexicon slots whose words are one kind of thing, without the words that
 # also belong to another slot or to a polysemous word's senses (cat is an animal and a pet; march is also a verb).
-TEST_CATEGORIES = ("animal", "food", "fruit", "device", "room", "wild", "city", "color", "job", "workplace",
-                   "vehicle", "instrument", "game", "tree", "metal", "number", "name")
+TEST_CATEGORIES = (
+    "animal",
+    "food",
+    "fruit",
+    "device",
+    "room",
+    "wild",
+    "city",
+    "color",
+    "job",
+    "workplace",
+    "vehicle",
+    "instrument",
+    "game",
+    "tree",
+    "metal",
+    "number",
+    "name",
+)
 
 
 def toyworld_categories() -> dict[str, list[str]]:
@@ -38,8 +55,9 @@ def similarity_triples(categories: dict[str, list[str]], n: int = 1000, seed: in
     return out
 
 
-def category_analogies(categories: dict[str, list[str]], n: int = 1000,
-                       seed: int = 0) -> list[tuple[str, str, str, frozenset[str]]]:
+def category_analogies(
+    categories: dict[str, list[str]], n: int = 1000, seed: int = 0
+) -> list[tuple[str, str, str, frozenset[str]]]:
     """Category offsets: questions a : b :: c : ? with a and c of one category and b of another, where any other
     word of b's category is right.
 
@@ -66,8 +84,11 @@ def similarity_accuracy(wv: KeyedVectors, triples: Iterable[tuple[str, str, str]
 
 def analogy_accuracy(wv: KeyedVectors, questions: Iterable[tuple[str, str, str, Iterable[str]]]) -> float:
     """Share of a : b :: c : ? whose 3CosAdd answer (query words excluded) is among the right ones."""
-    scored = [wv.most_similar(positive=[b, c], negative=[a], topn=1)[0][0] in set(answers)
-              for a, b, c, answers in questions if a in wv and b in wv and c in wv]
+    scored = [
+        wv.most_similar(positive=[b, c], negative=[a], topn=1)[0][0] in set(answers)
+        for a, b, c, answers in questions
+        if a in wv and b in wv and c in wv
+    ]
     return sum(scored) / max(len(scored), 1)
 
 
@@ -94,8 +115,15 @@ def wordnet_word_tests(wv: KeyedVectors, min_count_rank: int = 5000, n: int = 50
     synonyms = sorted({tuple(sorted(p)) for s in synsets for p in _pairs(s.lemmas) if set(p) <= known})
     pool = sorted(known)
     triples = [(a, b, rng.choice(pool)) for a, b in rng.sample(synonyms, min(n, len(synonyms)))]
-    nouns = sorted({lemma for s in synsets if s.pos == "n" for lemma in s.lemmas
-                    if lemma in known and lemma + "s" in known and len(lemma) > 2})
+    nouns = sorted(
+        {
+            lemma
+            for s in synsets
+            if s.pos == "n"
+            for lemma in s.lemmas
+            if lemma in known and lemma + "s" in known and len(lemma) > 2
+        }
+    )
     analogies = []
     for _ in range(n if len(nouns) > 1 else 0):
         a, c = rng.sample(nouns, 2)

@@ -29,8 +29,24 @@ from .training import TrainConfig, to_device, train
 from .transformer import MultiHeadSelfAttention
 from .wordpiece import WordPieceTokenizer
 
-__all__ = ["TASKS", "FineTuner", "FinetuneConfig", "FinetuneResult", "baseline", "collate", "encode", "evaluate",
-           "examples", "finetune", "learning_curve", "predict", "run_seeds", "score", "set_dropout", "task_loader"]  # fmt: skip
+__all__ = [
+    "TASKS",
+    "FineTuner",
+    "FinetuneConfig",
+    "FinetuneResult",
+    "baseline",
+    "collate",
+    "encode",
+    "evaluate",
+    "examples",
+    "finetune",
+    "learning_curve",
+    "predict",
+    "run_seeds",
+    "score",
+    "set_dropout",
+    "task_loader",
+]
 
 
 class FineTuner(nn.Module):
@@ -83,8 +99,9 @@ def examples(task: str | Task, n: int, split: str = "train", seed: int = 0) -> l
     return get_task(task).examples(world, n, "train" if split == "unseen" else split)
 
 
-def encode(task: str | Task, tokenizer: WordPieceTokenizer, example, max_length: int = 128,
-           label_all_pieces: bool = False) -> Features:  # fmt: skip
+def encode(
+    task: str | Task, tokenizer: WordPieceTokenizer, example, max_length: int = 128, label_all_pieces: bool = False
+) -> Features:
     """One example as BERT's input (``Task.encode``)."""
     return get_task(task).encode(tokenizer, example, max_length, label_all_pieces)
 
@@ -117,9 +134,12 @@ def task_loader(
     fine-tuning cell); shuffled with ``seed``."""
     feats = [encode(task, tokenizer, x, max_length, label_all_pieces) for x in examples(task, n, split, seed)]
     return DataLoader(
-        feats, batch_size, shuffle=shuffle, collate_fn=lambda fs: collate(fs, tokenizer.pad_id),
+        feats,
+        batch_size,
+        shuffle=shuffle,
+        collate_fn=lambda fs: collate(fs, tokenizer.pad_id),
         generator=torch.Generator().manual_seed(seed),
-    )  # fmt: skip
+    )
 
 
 # --- training and evaluation ------------------------------------------------------------------------------------
@@ -159,9 +179,13 @@ class FinetuneResult:
 
 @torch.no_grad()
 def predict(
-    task: str | Task, model: FineTuner, tokenizer: WordPieceTokenizer, batch_examples: Sequence,
-    config: FinetuneConfig, batch_size: int = 64,
-) -> list:  # fmt: skip
+    task: str | Task,
+    model: FineTuner,
+    tokenizer: WordPieceTokenizer,
+    batch_examples: Sequence,
+    config: FinetuneConfig,
+    batch_size: int = 64,
+) -> list:
     """Predictions for ``batch_examples``: labels, tag lists (from each word's first piece), or answer words."""
     task = get_task(task)
     model.eval()
@@ -198,8 +222,16 @@ def finetune(
     enc = copy.deepcopy(encoder)
     set_dropout(enc, config.dropout)
     model = FineTuner(enc, task.make_head(enc), config.feature_based).to(device)
-    loader = task_loader(task, tokenizer, config.n_train, "train", config.batch_size, seed,
-                         max_length=config.max_length, label_all_pieces=config.label_all_pieces)  # fmt: skip
+    loader = task_loader(
+        task,
+        tokenizer,
+        config.n_train,
+        "train",
+        config.batch_size,
+        seed,
+        max_length=config.max_length,
+        label_all_pieces=config.label_all_pieces,
+    )
     train_config = TrainConfig(
         steps=config.steps,
         lr=config.feature_lr if config.feature_based else config.lr,
@@ -214,8 +246,9 @@ def finetune(
     return replace(evaluate(task, model, tokenizer, config, seed), losses=losses, model=model if keep_model else None)
 
 
-def evaluate(task: str | Task, model: FineTuner, tokenizer: WordPieceTokenizer, config: FinetuneConfig,
-             seed: int = 0) -> FinetuneResult:  # fmt: skip
+def evaluate(
+    task: str | Task, model: FineTuner, tokenizer: WordPieceTokenizer, config: FinetuneConfig, seed: int = 0
+) -> FinetuneResult:
     """Score a fine-tuned ``model`` on ``config.n_test`` examples of ``config.test_split`` (e.g. one model on
     another held-out split than the one it was scored on)."""
     task = get_task(task)
@@ -224,8 +257,9 @@ def evaluate(task: str | Task, model: FineTuner, tokenizer: WordPieceTokenizer, 
     return FinetuneResult(task, score(task, predictions, test), [], test, predictions, model)
 
 
-def baseline(task: str | Task, n_train: int = 400, n_test: int = 200, seed: int = 0,
-             test_split: str = "heldout") -> dict[str, float]:  # fmt: skip
+def baseline(
+    task: str | Task, n_train: int = 400, n_test: int = 200, seed: int = 0, test_split: str = "heldout"
+) -> dict[str, float]:
     """A model without pre-training (``Task.baseline``), trained on ``n_train`` and scored like ``finetune``."""
     task = get_task(task)
     return task.baseline(examples(task, n_train, "train", seed), examples(task, n_test, test_split, seed), seed)
@@ -234,16 +268,27 @@ def baseline(task: str | Task, n_train: int = 400, n_test: int = 200, seed: int 
 # --- repeated runs and learning curves ---------------------------------------------------------------------------
 
 
-def run_seeds(task: str | Task, encoder: Bert, config: FinetuneConfig | None = None,
-              seeds: Sequence[int] = (0, 1, 2), device: str | torch.device | None = None,
-              keep_model: bool = False) -> list[FinetuneResult]:  # fmt: skip
+def run_seeds(
+    task: str | Task,
+    encoder: Bert,
+    config: FinetuneConfig | None = None,
+    seeds: Sequence[int] = (0, 1, 2),
+    device: str | torch.device | None = None,
+    keep_model: bool = False,
+) -> list[FinetuneResult]:
     """One fine-tuning run per seed (the seed picks the data, the head's initialisation and the batches)."""
     return [finetune(task, encoder, config, seed, device, keep_model) for seed in seeds]
 
 
-def learning_curve(task: str | Task, encoder: Bert, sizes: Sequence[int], config: FinetuneConfig | None = None,
-                   seed: int = 0, device: str | torch.device | None = None,
-                   done: dict[int, float] | None = None) -> dict[str, list[float]]:  # fmt: skip
+def learning_curve(
+    task: str | Task,
+    encoder: Bert,
+    sizes: Sequence[int],
+    config: FinetuneConfig | None = None,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+    done: dict[int, float] | None = None,
+) -> dict[str, list[float]]:
     """The task's main metric for fine-tuned BERT and for the baseline, trained on each of ``sizes`` examples.
     ``done`` maps sizes already fine-tuned with this config and seed (e.g. a run made earlier) to their score, which
     is reused instead of training again. ``reporting.plot_learning_curve`` draws it."""

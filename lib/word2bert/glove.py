@@ -23,8 +23,9 @@ from .vectors import TrainedVectors
 from .word2vec import encode_corpus
 
 
-def cooccurrence_counts(ids: torch.Tensor, sentence: torch.Tensor, window: int,
-                        vocab_size: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def cooccurrence_counts(
+    ids: torch.Tensor, sentence: torch.Tensor, window: int, vocab_size: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Symmetric windowed co-occurrence counts X of a flat corpus (ids [N], sentence numbers [N]).
 
     Two words d <= window positions apart in the same sentence add 1/d to X[i, j] and to X[j, i]. Returns the
@@ -39,8 +40,7 @@ def cooccurrence_counts(ids: torch.Tensor, sentence: torch.Tensor, window: int,
         weights += [torch.full((2 * len(left),), 1.0 / d, dtype=torch.float64, device=ids.device)]
     keys = torch.cat(rows) * vocab_size + torch.cat(cols)
     unique, inverse = torch.unique(keys, return_inverse=True)
-    values = torch.zeros(len(unique), dtype=torch.float64, device=ids.device).index_add_(0, inverse,
-                                                                                         torch.cat(weights))
+    values = torch.zeros(len(unique), dtype=torch.float64, device=ids.device).index_add_(0, inverse, torch.cat(weights))
     return unique // vocab_size, unique % vocab_size, values.float()
 
 
@@ -49,8 +49,15 @@ def glove_weighting(x: torch.Tensor, x_max: float = 100.0, alpha: float = 0.75) 
     return (x / x_max).pow(alpha).clamp(max=1.0)
 
 
-def glove_loss(w: torch.Tensor, w_tilde: torch.Tensor, b: torch.Tensor, b_tilde: torch.Tensor, x: torch.Tensor,
-               x_max: float = 100.0, alpha: float = 0.75) -> torch.Tensor:
+def glove_loss(
+    w: torch.Tensor,
+    w_tilde: torch.Tensor,
+    b: torch.Tensor,
+    b_tilde: torch.Tensor,
+    x: torch.Tensor,
+    x_max: float = 100.0,
+    alpha: float = 0.75,
+) -> torch.Tensor:
     """The weighted least-squares objective, summed over a batch of pairs: Σ f(X_ij) (w_i·w~_j + b_i + b~_j -
     log X_ij)². w, w_tilde: [B, D]; b, b_tilde, x: [B]."""
     error = (w * w_tilde).sum(-1) + b + b_tilde - torch.log(x)
@@ -83,8 +90,9 @@ class GloVeModel(nn.Module):
             nn.init.uniform_(table.weight, -0.5 / vector_size, 0.5 / vector_size)
 
     def forward(self, i: torch.Tensor, j: torch.Tensor, x: torch.Tensor, x_max: float, alpha: float) -> torch.Tensor:
-        return glove_loss(self.W(i), self.W_tilde(j), self.b(i).squeeze(-1), self.b_tilde(j).squeeze(-1), x,
-                          x_max, alpha)
+        return glove_loss(
+            self.W(i), self.W_tilde(j), self.b(i).squeeze(-1), self.b_tilde(j).squeeze(-1), x, x_max, alpha
+        )
 
 
 class GloVe(TrainedVectors):
@@ -92,13 +100,33 @@ class GloVe(TrainedVectors):
 
     config_class = GloVeConfig
 
-    def __init__(self, sentences: Iterable[Sequence[str]] | None = None, vector_size: int = 100, window: int = 10,
-                 min_count: int = 5, x_max: float = 100.0, alpha: float = 0.75, epochs: int = 25,
-                 learning_rate: float = 0.05, seed: int = 0, device: str | torch.device | None = None, *,
-                 batch_size: int = 4096, progress: bool = True):
-        self.config = GloVeConfig(vector_size=vector_size, window=window, min_count=min_count, x_max=x_max,
-                                  alpha=alpha, epochs=epochs, learning_rate=learning_rate, batch_size=batch_size,
-                                  seed=seed)
+    def __init__(
+        self,
+        sentences: Iterable[Sequence[str]] | None = None,
+        vector_size: int = 100,
+        window: int = 10,
+        min_count: int = 5,
+        x_max: float = 100.0,
+        alpha: float = 0.75,
+        epochs: int = 25,
+        learning_rate: float = 0.05,
+        seed: int = 0,
+        device: str | torch.device | None = None,
+        *,
+        batch_size: int = 4096,
+        progress: bool = True,
+    ):
+        self.config = GloVeConfig(
+            vector_size=vector_size,
+            window=window,
+            min_count=min_count,
+            x_max=x_max,
+            alpha=alpha,
+            epochs=epochs,
+            learning_rate=learning_rate,
+            batch_size=batch_size,
+            seed=seed,
+        )
         self.device = resolve(device)
         self.loss_history = []
         if sentences is not None:
@@ -135,4 +163,3 @@ class GloVe(TrainedVectors):
                 optimizer.step()
                 total += loss.item()
             self.loss_history.append(total / len(x))
-

@@ -50,9 +50,7 @@ class Layer(nn.Module):
         self.ln_2 = nn.LayerNorm(d, eps=config.layer_norm_eps)
         self.ffn = FeedForward(d, 4 * d, config.dropout, approximate="tanh")
 
-    def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None
-    ):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None):
         if self.post_ln:  # GPT-1 (and the original Transformer): normalise the sum
             x = self.ln_1(x + self.attn(x, mask, cache))
             return self.ln_2(x + self.ffn(x))
@@ -68,11 +66,7 @@ class GPT(nn.Module):
         self.wpe = nn.Embedding(config.block_size, config.n_embd)
         self.drop = nn.Dropout(config.dropout)
         self.layers = nn.ModuleList(Layer(config) for _ in range(config.n_layer))
-        self.ln_f = (
-            nn.Identity()
-            if config.post_ln
-            else nn.LayerNorm(config.n_embd, eps=config.layer_norm_eps)
-        )
+        self.ln_f = nn.Identity() if config.post_ln else nn.LayerNorm(config.n_embd, eps=config.layer_norm_eps)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight  # weight tying (Press & Wolf 2017)
         self.apply(init_weights)
@@ -101,9 +95,7 @@ class GPT(nn.Module):
         T = input_ids.size(1)
         past = 0 if cache is None or cache[0].k is None else cache[0].k.size(-2)
         if past + T > self.config.block_size:
-            raise ValueError(
-                f"{past + T} positions, but the model has only block_size={self.config.block_size}"
-            )
+            raise ValueError(f"{past + T} positions, but the model has only block_size={self.config.block_size}")
         if attention_mask is None:
             positions = torch.arange(past, past + T, device=input_ids.device)[None]
             mask = None
@@ -127,9 +119,7 @@ class GPT(nn.Module):
         """Next-token logits [B, T, V]."""
         return self.lm_head(self.hidden_states(input_ids, attention_mask, cache)[-1])
 
-    def loss(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    def loss(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Mean cross-entropy of predicting each token from the ones before it (padding targets ignored)."""
         logits = self(input_ids, attention_mask)[:, :-1]
         targets = input_ids[:, 1:]
@@ -206,9 +196,7 @@ def sample_next(
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         logits = logits.masked_fill(drop, float("-inf"))
     probs = logits.float().softmax(dim=-1)
-    if (
-        generator is not None
-    ):  # draw where the generator lives, so a seed gives the same tokens on any device
+    if generator is not None:  # draw where the generator lives, so a seed gives the same tokens on any device
         probs = probs.to(generator.device)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1).to(logits.device)
 

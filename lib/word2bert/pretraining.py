@@ -357,7 +357,10 @@ def evaluate(model: nn.Module, batches: Sequence[dict], device: str | torch.devi
 
 
 def eval_batches(
-    instances: Sequence[PretrainingInstance], tokenizer: WordPieceTokenizer, batch_size: int = 64, seed: int = 1234,
+    instances: Sequence[PretrainingInstance],
+    tokenizer: WordPieceTokenizer,
+    batch_size: int = 64,
+    seed: int = 1234,
     mlm_probability: float = 0.15,
 ) -> list[dict]:
     """Evaluation batches masked once with a fixed seed, so every evaluation scores the same predictions."""
@@ -439,8 +442,10 @@ def pretrain(
         if evaluation and (last or config.eval_every and step % config.eval_every == 0):
             result.evals.append({"step": step, **evaluate(model, evaluation, device)})
             e = result.evals[-1]
-            tqdm.write(f"step {step}: loss {e['loss']:.3f}, MLM accuracy {e['mlm_accuracy']:.3f}"
-                       f", NSP accuracy {e['nsp_accuracy']:.3f}")
+            tqdm.write(
+                f"step {step}: loss {e['loss']:.3f}, MLM accuracy {e['mlm_accuracy']:.3f}"
+                f", NSP accuracy {e['nsp_accuracy']:.3f}"
+            )
         if save and (last or config.checkpoint_every and step % config.checkpoint_every == 0):
             save(model)
 
@@ -481,5 +486,7 @@ def fill_mask(model: nn.Module, text: str, top_k: int = 5) -> list[list[tuple[st
     input_ids = torch.tensor([ids], device=device)
     probs = model(input_ids).prediction_logits[0, input_ids[0] == tok.mask_id].float().softmax(-1)
     top = probs.topk(top_k, dim=-1)
-    return [[(tok.vocab[i], p) for i, p in zip(row_ids.tolist(), row_p.tolist())]
-            for row_ids, row_p in zip(top.indices, top.values)]
+    return [
+        [(tok.vocab[i], p) for i, p in zip(row_ids.tolist(), row_p.tolist())]
+        for row_ids, row_p in zip(top.indices, top.values)
+    ]

@@ -77,8 +77,9 @@ class ProbeResult:
         return f"{self.name}: " + ", ".join(cells)
 
 
-def sense_probe(model: Embedder, seeds: Sequence[int] = (0, 1, 2), n_train: int = 20, n_test: int = 20,
-                cue: str | None = None) -> ProbeResult:
+def sense_probe(
+    model: Embedder, seeds: Sequence[int] = (0, 1, 2), n_train: int = 20, n_test: int = 20, cue: str | None = None
+) -> ProbeResult:
     """Toy-world word-sense probe per layer: centroids from ``n_train`` training-template occurrences per sense,
     scored on ``n_test`` held-out-template occurrences per sense; ``cue`` keeps only "left" or "right" cues."""
     rows = []
@@ -117,8 +118,16 @@ def _tagged_features(model: Embedder, sentences) -> tuple[torch.Tensor, torch.Te
     return torch.cat(feats, dim=1), torch.tensor(tags)
 
 
-def linear_probe_accuracy(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor,
-                          num_classes: int, epochs: int = 200, weight_decay: float = 1e-4, seed: int = 0) -> float:
+def linear_probe_accuracy(
+    train_x: torch.Tensor,
+    train_y: torch.Tensor,
+    test_x: torch.Tensor,
+    test_y: torch.Tensor,
+    num_classes: int,
+    epochs: int = 200,
+    weight_decay: float = 1e-4,
+    seed: int = 0,
+) -> float:
     """Train a multinomial logistic regression (full batch, L-BFGS) on standardised features; test accuracy."""
     mean, std = train_x.mean(0), train_x.std(0) + 1e-6
     train_x, test_x = (train_x - mean) / std, (test_x - mean) / std
@@ -145,8 +154,12 @@ def pos_probe(model: Embedder, seeds: Sequence[int] = (0, 1, 2), n_train: int = 
         world = ToyWorld(seed)
         tr_x, tr_y = _tagged_features(model, world.sentences(n_train, "train"))
         te_x, te_y = _tagged_features(model, world.sentences(n_test, "heldout"))
-        rows.append([linear_probe_accuracy(tr_x[layer], tr_y, te_x[layer], te_y, len(POS_TAGS), seed=seed)
-                     for layer in range(tr_x.shape[0])])
+        rows.append(
+            [
+                linear_probe_accuracy(tr_x[layer], tr_y, te_x[layer], te_y, len(POS_TAGS), seed=seed)
+                for layer in range(tr_x.shape[0])
+            ]
+        )
     return ProbeResult("part of speech", torch.tensor(rows))
 
 
@@ -158,8 +171,9 @@ def course_models(device=None, word2vec_tokens: int = 60_000) -> dict[str, Embed
 
     corpus = [sentence for document in ToyWorld(0).corpus(word2vec_tokens) for sentence in document]
     return {
-        "word2vec": Word2Vec(corpus, vector_size=64, window=5, min_count=2, epochs=2, seed=0, device=device,
-                             progress=False),
+        "word2vec": Word2Vec(
+            corpus, vector_size=64, window=5, min_count=2, epochs=2, seed=0, device=device, progress=False
+        ),
         "ELMo": elmo.pretrained(device),
         "GPT": gpt.pretrained(device),
         "BERT": bert.pretrained(device),

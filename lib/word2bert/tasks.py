@@ -48,7 +48,9 @@ def pieces(tokenizer: WordPieceTokenizer, words: Sequence[str]) -> tuple[list[in
     return enc.input_ids[1:-1], enc.word_ids[1:-1]
 
 
-def piece_labels(word_ids: Sequence[int | None], word_labels: Sequence[int], label_all_pieces: bool = False) -> list[int]:
+def piece_labels(
+    word_ids: Sequence[int | None], word_labels: Sequence[int], label_all_pieces: bool = False
+) -> list[int]:
     """Word labels moved onto WordPiece pieces: the first piece of each word gets its word's label (every piece with
     ``label_all_pieces``); later pieces and special tokens (word id None) get -100, which the loss ignores."""
     labels, previous = [], None
@@ -72,8 +74,9 @@ class Task:
     def make_head(self, encoder: nn.Module) -> nn.Module:
         raise NotImplementedError
 
-    def encode(self, tokenizer: WordPieceTokenizer, example, max_length: int = 128,
-               label_all_pieces: bool = False) -> Features:  # fmt: skip
+    def encode(
+        self, tokenizer: WordPieceTokenizer, example, max_length: int = 128, label_all_pieces: bool = False
+    ) -> Features:
         raise NotImplementedError
 
     def targets(self, features: Sequence[Features], T: int) -> dict[str, torch.Tensor]:
@@ -108,8 +111,13 @@ class Classification(Task):
 
     metric = "accuracy"
 
-    def __init__(self, name: str, num_labels: int, generate: Callable[[ToyWorld, int, str], list],
-                 parts: Callable[[Any], list[Sequence[str]]]):  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        num_labels: int,
+        generate: Callable[[ToyWorld, int, str], list],
+        parts: Callable[[Any], list[Sequence[str]]],
+    ):
         self.name, self.num_labels, self.generate, self.parts = name, num_labels, generate, parts
 
     def examples(self, world, n, split):
@@ -152,8 +160,14 @@ class Classification(Task):
         def features(xs):
             return torch.cat([_bag_of_words([self.parts(x)[k] for x in xs], vocab) for k in range(n_parts)], 1)
 
-        acc = linear_probe_accuracy(features(train), torch.tensor([x.label for x in train]), features(test),
-                                    torch.tensor([x.label for x in test]), self.num_labels, seed=seed)  # fmt: skip
+        acc = linear_probe_accuracy(
+            features(train),
+            torch.tensor([x.label for x in train]),
+            features(test),
+            torch.tensor([x.label for x in test]),
+            self.num_labels,
+            seed=seed,
+        )
         return {"accuracy": acc}
 
 

@@ -124,9 +124,7 @@ def _cycle(batches: Iterable) -> Iterator:
             empty = False
             yield batch
         if empty:
-            raise ValueError(
-                "no batches: pass a list or a DataLoader (a generator runs out after one pass)"
-            )
+            raise ValueError("no batches: pass a list or a DataLoader (a generator runs out after one pass)")
 
 
 def train(
@@ -153,9 +151,7 @@ def train(
     with progress_bar(total=config.steps, desc=desc, show=progress) as bar:
         for step, batch in enumerate(itertools.islice(stream, config.steps), start=1):
             batch = to_device(batch, device)
-            history.append(
-                train_step(model, batch, loss_fn, optimizer, scheduler, config.grad_clip)
-            )
+            history.append(train_step(model, batch, loss_fn, optimizer, scheduler, config.grad_clip))
             bar.update()
             bar.set_postfix(loss=f"{history[-1]:.3f}", refresh=False)
             for callback in callbacks:

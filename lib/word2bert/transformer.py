@@ -24,9 +24,7 @@ def causal_mask(t_query: int, t_key: int, device: torch.device | str | None = No
     The queries are the last ``t_query`` of the ``t_key`` positions (with a KV cache, earlier keys are cached),
     so query i sits at position ``t_key - t_query + i``.
     """
-    return torch.ones(t_query, t_key, dtype=torch.bool, device=device).tril(
-        diagonal=t_key - t_query
-    )
+    return torch.ones(t_query, t_key, dtype=torch.bool, device=device).tril(diagonal=t_key - t_query)
 
 
 def attention_weights(
@@ -87,13 +85,9 @@ class MultiHeadSelfAttention(nn.Module):
     def _heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         B, T, D = x.shape
         q, k, v = self.w_qkv(x).split(D, dim=-1)
-        return tuple(
-            t.view(B, T, self.n_heads, D // self.n_heads).transpose(1, 2) for t in (q, k, v)
-        )
+        return tuple(t.view(B, T, self.n_heads, D // self.n_heads).transpose(1, 2) for t in (q, k, v))
 
-    def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
         """x: [B, T, D]; mask: boolean, broadcastable to [B, heads, T, T_key] (T_key counts cached positions)."""
         B, T, D = x.shape
         q, k, v = self._heads(x)

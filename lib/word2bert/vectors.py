@@ -52,8 +52,9 @@ class KeyedVectors:
         """Cosine of the two words' vectors."""
         return float(self.unit[self._index(a)] @ self.unit[self._index(b)])
 
-    def most_similar(self, positive: str | Sequence[str] | None = None, negative: Sequence[str] = (),
-                     topn: int = 10) -> list[tuple[str, float]]:
+    def most_similar(
+        self, positive: str | Sequence[str] | None = None, negative: Sequence[str] = (), topn: int = 10
+    ) -> list[tuple[str, float]]:
         """The ``topn`` words nearest by cosine to the mean of the positive words' unit vectors minus the negative
         ones' (3CosAdd for ``positive=[b, c], negative=[a]``), leaving out the query words."""
         positive = [positive] if isinstance(positive, str) else list(positive or [])

@@ -80,8 +80,9 @@ def alias_table(p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(keep, dtype=torch.float32), torch.tensor(alias, dtype=torch.long)
 
 
-def sample_noise(table: tuple[torch.Tensor, torch.Tensor], shape: tuple[int, ...],
-                 generator: torch.Generator) -> torch.Tensor:
+def sample_noise(
+    table: tuple[torch.Tensor, torch.Tensor], shape: tuple[int, ...], generator: torch.Generator
+) -> torch.Tensor:
     """Noise word ids of the given shape from an ``alias_table``: a slot uniformly, then the slot's word or alias."""
     keep, alias = table
     slot = torch.randint(len(keep), shape, generator=generator, device=generator.device).to(keep.device)
@@ -89,7 +90,9 @@ def sample_noise(table: tuple[torch.Tensor, torch.Tensor], shape: tuple[int, ...
     return torch.where(u < keep[slot], slot, alias[slot])
 
 
-def shrunk_windows(sentence: torch.Tensor, window: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def shrunk_windows(
+    sentence: torch.Tensor, window: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Context positions of every position of a flat corpus, with a radius drawn per position (dynamic window).
 
     sentence: [N], the sentence each position belongs to (windows never cross sentences). Each position draws a
@@ -106,15 +109,17 @@ def shrunk_windows(sentence: torch.Tensor, window: int, generator: torch.Generat
     return positions, valid
 
 
-def skipgram_pairs(ids: torch.Tensor, sentence: torch.Tensor, window: int,
-                   generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def skipgram_pairs(
+    ids: torch.Tensor, sentence: torch.Tensor, window: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Skip-gram's (center, context) word-id pairs of a flat corpus ``ids`` [N] with a shrunk window each."""
     positions, valid = shrunk_windows(sentence, window, generator)
     return ids[:, None].expand_as(positions)[valid], ids[positions][valid]
 
 
-def cbow_examples(ids: torch.Tensor, sentence: torch.Tensor, window: int,
-                  generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def cbow_examples(
+    ids: torch.Tensor, sentence: torch.Tensor, window: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """CBOW's examples: (context ids [M, 2 * window], which are real [M, 2 * window], center ids [M]).
 
     Positions without any context (one-word sentences) give no example.
@@ -124,8 +129,9 @@ def cbow_examples(ids: torch.Tensor, sentence: torch.Tensor, window: int,
     return ids[positions][has_context], valid[has_context], ids[has_context]
 
 
-def negative_sampling_loss(hidden: torch.Tensor, target: torch.Tensor, noise: torch.Tensor,
-                           noise_mask: torch.Tensor | None = None) -> torch.Tensor:
+def negative_sampling_loss(
+    hidden: torch.Tensor, target: torch.Tensor, noise: torch.Tensor, noise_mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """-log σ(h·v'_target) - Σ_k log σ(-h·v'_noise_k), summed over the batch.
 
     hidden: [B, D] input-side vectors, target: [B, D] and noise: [B, K, D] output-side vectors; noise_mask [B, K]
@@ -186,8 +192,9 @@ class Word2VecModel(nn.Module):
         nn.init.uniform_(self.input_vectors.weight, -1 / vector_size, 1 / vector_size)
         nn.init.zeros_(self.output_vectors.weight)
 
-    def forward(self, inputs: torch.Tensor, targets: torch.Tensor, noise: torch.Tensor,
-                input_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, inputs: torch.Tensor, targets: torch.Tensor, noise: torch.Tensor, input_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Summed loss. inputs: [B] center words (skip-gram) or [B, C] context words with input_mask (CBOW,
         whose input is the mean of the context vectors). targets: [B]; noise: [B, K]."""
         hidden = self.input_vectors(inputs)
@@ -196,12 +203,19 @@ class Word2VecModel(nn.Module):
             summed, count = (hidden * mask).sum(1), mask.sum(1)
             # as the C code and gensim: the mean goes forward, but every context word gets the full error back
             hidden = summed / count + (summed - summed.detach()) * (1 - 1 / count)
-        return negative_sampling_loss(hidden, self.output_vectors(targets), self.output_vectors(noise),
-                                      noise != targets[:, None])
+        return negative_sampling_loss(
+            hidden, self.output_vectors(targets), self.output_vectors(noise), noise != targets[:, None]
+        )
 
     @torch.no_grad()
-    def sgd_step(self, inputs: torch.Tensor, targets: torch.Tensor, noise: torch.Tensor,
-                 input_mask: torch.Tensor | None, lr: float) -> float:
+    def sgd_step(
+        self,
+        inputs: torch.Tensor,
+        targets: torch.Tensor,
+        noise: torch.Tensor,
+        input_mask: torch.Tensor | None,
+        lr: float,
+    ) -> float:
         """``forward``, ``backward`` and an SGD step of ``lr`` with the gradient written out; returns the loss.
 
         With s_j = h·v'_j for the target (j = 0, label 1) and the noise words (label 0), the loss's gradient is
@@ -250,13 +264,39 @@ class Word2Vec(TrainedVectors):
     config_class = Word2VecConfig
     chunk_words = 50_000  # pairs are built and shuffled per chunk of this many corpus words
 
-    def __init__(self, sentences: Iterable[Sequence[str]] | None = None, vector_size: int = 100, window: int = 5,
-                 negative: int = 5, sg: int = 1, min_count: int = 5, sample: float = 1e-3, epochs: int = 5,
-                 alpha: float = 0.025, seed: int = 0, device: str | torch.device | None = None, workers: int = 1, *,
-                 min_alpha: float = 1e-4, batch_size: int = 1024, progress: bool = True, autograd: bool = False):
-        self.config = Word2VecConfig(vector_size=vector_size, window=window, negative=negative, sg=sg,
-                                     min_count=min_count, sample=sample, epochs=epochs, alpha=alpha,
-                                     min_alpha=min_alpha, batch_size=batch_size, seed=seed)
+    def __init__(
+        self,
+        sentences: Iterable[Sequence[str]] | None = None,
+        vector_size: int = 100,
+        window: int = 5,
+        negative: int = 5,
+        sg: int = 1,
+        min_count: int = 5,
+        sample: float = 1e-3,
+        epochs: int = 5,
+        alpha: float = 0.025,
+        seed: int = 0,
+        device: str | torch.device | None = None,
+        workers: int = 1,
+        *,
+        min_alpha: float = 1e-4,
+        batch_size: int = 1024,
+        progress: bool = True,
+        autograd: bool = False,
+    ):
+        self.config = Word2VecConfig(
+            vector_size=vector_size,
+            window=window,
+            negative=negative,
+            sg=sg,
+            min_count=min_count,
+            sample=sample,
+            epochs=epochs,
+            alpha=alpha,
+            min_alpha=min_alpha,
+            batch_size=batch_size,
+            seed=seed,
+        )
         self.device = resolve(device)
         self.loss_history = []
         if sentences is not None:
@@ -276,8 +316,9 @@ class Word2Vec(TrainedVectors):
         torch.manual_seed(self.config.seed)
         self.model = self.build_model(self.config, len(self.vocab)).to(self.device)
 
-    def train(self, sentences: Sequence[Sequence[str]], workers: int = 1, progress: bool = True,
-              autograd: bool = False) -> None:
+    def train(
+        self, sentences: Sequence[Sequence[str]], workers: int = 1, progress: bool = True, autograd: bool = False
+    ) -> None:
         cfg, device = self.config, self.device
         ids, sentence = encode_corpus(sentences, self.vocab)
         counts = torch.tensor(self.vocab.counts, dtype=torch.float64)
@@ -309,8 +350,9 @@ class Word2Vec(TrainedVectors):
                 loss_sum, step_words = 0.0, (end - start) / max(n, 1)
                 for b in range(0, n, cfg.batch_size):
                     lr = linear_learning_rate(cfg.alpha, cfg.min_alpha, done[0] / total)
-                    inputs, mask, targets, negatives = (None if t is None else t[b : b + cfg.batch_size]
-                                                        for t in examples)
+                    inputs, mask, targets, negatives = (
+                        None if t is None else t[b : b + cfg.batch_size] for t in examples
+                    )
                     if autograd:
                         for group in optimizer.param_groups:
                             group["lr"] = lr

@@ -30,9 +30,9 @@ PREFIX = "##"
 
 def _is_punctuation(ch: str) -> bool:
     # BERT counts every non-alphanumeric printable ASCII character ("$", "^", "`") as punctuation too.
-    return (
-        ch.isascii() and ch.isprintable() and not ch.isalnum() and ch != " "
-    ) or unicodedata.category(ch).startswith("P")
+    return (ch.isascii() and ch.isprintable() and not ch.isalnum() and ch != " ") or unicodedata.category(
+        ch
+    ).startswith("P")
 
 
 def _is_cjk(ch: str) -> bool:
@@ -40,10 +40,16 @@ def _is_cjk(ch: str) -> bool:
     return any(
         lo <= cp <= hi
         for lo, hi in (
-            (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-            (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
+            (0x4E00, 0x9FFF),
+            (0x3400, 0x4DBF),
+            (0x20000, 0x2A6DF),
+            (0x2A700, 0x2B73F),
+            (0x2B740, 0x2B81F),
+            (0x2B820, 0x2CEAF),
+            (0xF900, 0xFAFF),
+            (0x2F800, 0x2FA1F),
         )
-    )  # fmt: skip
+    )
 
 
 def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
@@ -62,9 +68,7 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
             chars.append(ch)
     text = "".join(chars)
     if lowercase:
-        text = "".join(
-            c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn"
-        ).lower()
+        text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn").lower()
     words = []
     for word in text.split():
         start = 0
@@ -88,18 +92,14 @@ class Encoding:
 
 
 class WordPieceTokenizer:
-    def __init__(
-        self, vocab: Sequence[str], lowercase: bool = True, max_input_chars_per_word: int = 100
-    ):
+    def __init__(self, vocab: Sequence[str], lowercase: bool = True, max_input_chars_per_word: int = 100):
         self.vocab = list(vocab)
         self.token_to_id = {t: i for i, t in enumerate(self.vocab)}
         missing = [t for t in SPECIAL_TOKENS if t not in self.token_to_id]
         if missing:
             raise ValueError(f"the vocabulary lacks the special tokens {missing}")
         self.lowercase, self.max_input_chars_per_word = lowercase, max_input_chars_per_word
-        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
-            self.token_to_id[t] for t in SPECIAL_TOKENS
-        )
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (self.token_to_id[t] for t in SPECIAL_TOKENS)
 
     @property
     def vocab_size(self) -> int:

@@ -101,9 +101,13 @@ class _Candidate:
     read: Callable[[int], bytes]  # max bytes -> the notebook; raises _Refused (or zipfile's errors)
 
 
-def collect(downloads: Path, submitted: Path, assignments: Collection[str],
-            roster: set[str] | None = None,
-            max_member_bytes: int = MAX_MEMBER_BYTES) -> tuple[list[Collected], list[Problem]]:
+def collect(
+    downloads: Path,
+    submitted: Path,
+    assignments: Collection[str],
+    roster: set[str] | None = None,
+    max_member_bytes: int = MAX_MEMBER_BYTES,
+) -> tuple[list[Collected], list[Problem]]:
     """File every download in ``downloads`` under ``submitted``; see the module's rules.
 
     Returns what was collected (sorted by student, assignment) and every problem, ignored files
@@ -128,8 +132,9 @@ def collect(downloads: Path, submitted: Path, assignments: Collection[str],
         except _Refused as e:
             problems.append(Problem(c.source, f"refused: {e}", c.student, c.assignment))
         except Exception as e:  # a damaged member (bad CRC, broken deflate) or a failed write
-            problems.append(Problem(c.source, f"refused: cannot read or write it ({_describe(e)})",
-                                    c.student, c.assignment))
+            problems.append(
+                Problem(c.source, f"refused: cannot read or write it ({_describe(e)})", c.student, c.assignment)
+            )
         else:
             collected.append(Collected(c.student, c.assignment, c.source))
     # Only pairs left with nothing collected need a failed row in the grade sheet.
@@ -178,8 +183,9 @@ def _checked_assignments(assignments: Collection[str]) -> list[str]:
     return names
 
 
-def _scan_download(path: Path, assignments: list[str], roster: set[str] | None,
-                   cap: int) -> tuple[list[_Candidate], list[Problem]]:
+def _scan_download(
+    path: Path, assignments: list[str], roster: set[str] | None, cap: int
+) -> tuple[list[_Candidate], list[Problem]]:
     """The candidates one entry of the downloads folder offers, and its problems."""
     name = path.name
     info = path.lstat()
@@ -193,8 +199,11 @@ def _scan_download(path: Path, assignments: list[str], roster: set[str] | None,
     if name.endswith(".ipynb"):
         notebook = _notebook_name(assignments).fullmatch(name)
         if notebook is None:
-            return [], [Problem(name, "ignored: not named <student>_[attempt_<timestamp>_]"
-                                      "<assignment>.ipynb for a known assignment")]
+            return [], [
+                Problem(
+                    name, "ignored: not named <student>_[attempt_<timestamp>_]<assignment>.ipynb for a known assignment"
+                )
+            ]
         student, stamp, assignment = notebook.group("student", "timestamp", "assignment")
     elif name.endswith(".zip") and name != ".zip":
         assignment = None  # the members say
@@ -219,8 +228,7 @@ def _scan_download(path: Path, assignments: list[str], roster: set[str] | None,
 
 def _notebook_name(assignments: list[str]) -> re.Pattern[str]:
     known = "|".join(re.escape(a) for a in assignments) or "(?!)"
-    return re.compile(rf"(?P<student>.+?)_(?:attempt_{_TIMESTAMP}_)?(?P<assignment>{known})\.ipynb",
-                      re.DOTALL)
+    return re.compile(rf"(?P<student>.+?)_(?:attempt_{_TIMESTAMP}_)?(?P<assignment>{known})\.ipynb", re.DOTALL)
 
 
 def _zip_owner(name: str, roster: set[str] | None) -> tuple[str, str | None]:
@@ -263,8 +271,9 @@ def _size_problem(size: int, cap: int) -> str | None:
 # --- Zips -----------------------------------------------------------------------------------------
 
 
-def _scan_zip(path: Path, student: str, timestamp: tuple[int, ...] | None, assignments: list[str],
-              cap: int) -> tuple[list[_Candidate], list[Problem]]:
+def _scan_zip(
+    path: Path, student: str, timestamp: tuple[int, ...] | None, assignments: list[str], cap: int
+) -> tuple[list[_Candidate], list[Problem]]:
     """A zip's candidates (its notebooks, all the student's) and problems; nothing is read yet."""
     name = path.name
     if path.stat().st_size > MAX_ARCHIVE_BYTES:  # before zipfile reads its whole directory
@@ -278,8 +287,7 @@ def _scan_zip(path: Path, student: str, timestamp: tuple[int, ...] | None, assig
         return [], [Problem(name, f"refused: {len(members)} members, more than {MAX_MEMBERS}")]
     total = sum(m.file_size for m in members)
     if total > MAX_ARCHIVE_BYTES:
-        return [], [Problem(name, f"refused: {total} bytes uncompressed, "
-                                  f"more than {MAX_ARCHIVE_BYTES}")]
+        return [], [Problem(name, f"refused: {total} bytes uncompressed, more than {MAX_ARCHIVE_BYTES}")]
     candidates, problems = [], []
     for member in members:
         found = _scan_member(path, member, student, timestamp, assignments, cap)
@@ -290,9 +298,14 @@ def _scan_zip(path: Path, student: str, timestamp: tuple[int, ...] | None, assig
     return candidates, problems
 
 
-def _scan_member(path: Path, member: zipfile.ZipInfo, student: str,
-                 timestamp: tuple[int, ...] | None, assignments: list[str],
-                 cap: int) -> _Candidate | Problem | None:
+def _scan_member(
+    path: Path,
+    member: zipfile.ZipInfo,
+    student: str,
+    timestamp: tuple[int, ...] | None,
+    assignments: list[str],
+    cap: int,
+) -> _Candidate | Problem | None:
     """One member: a candidate, a problem, or None for a folder entry (nothing to collect)."""
     name = member.filename
     source = f"{path.name}:{name}"
@@ -391,8 +404,7 @@ def _checked(data: bytes) -> bytes:
 
 def _write(submitted: Path, student: str, assignment: str, data: bytes) -> None:
     submitted.mkdir(parents=True, exist_ok=True)
-    folder = _own_folder(_own_folder(submitted, student, student), assignment,
-                         f"{student}/{assignment}")
+    folder = _own_folder(_own_folder(submitted, student, student), assignment, f"{student}/{assignment}")
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{assignment}.", suffix=".part")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -435,13 +447,21 @@ def _choose(candidates: Iterable[_Candidate]) -> tuple[list[_Candidate], list[Pr
     for (student, assignment), group in groups.items():
         newest, why = _newest(group)
         if newest is None:
-            problems.append(Problem(", ".join(c.source for c in group),
-                                    f"conflict: {len(group)} downloads for {student}/{assignment} "
-                                    f"and {why}; none collected", student, assignment))
+            problems.append(
+                Problem(
+                    ", ".join(c.source for c in group),
+                    f"conflict: {len(group)} downloads for {student}/{assignment} and {why}; none collected",
+                    student,
+                    assignment,
+                )
+            )
             continue
         winners.append(newest)
-        problems += [Problem(c.source, f"superseded: {newest.source} is a newer attempt",
-                             student, assignment) for c in group if c is not newest]
+        problems += [
+            Problem(c.source, f"superseded: {newest.source} is a newer attempt", student, assignment)
+            for c in group
+            if c is not newest
+        ]
     return winners, problems
 
 

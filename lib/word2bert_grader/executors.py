@@ -30,8 +30,9 @@ ATTEMPTS = 3  # deaths of the worker grading a submission before it is scored 0
 def fork_pool(workers: int) -> ProcessPoolExecutor:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["torch", "word2bert_grader.harness"])
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=1,
-                               initializer=_exit_with, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, max_tasks_per_child=1, initializer=_exit_with, initargs=(os.getpid(),)
+    )
 
 
 def _exit_with(owner: int) -> None:
@@ -110,15 +111,27 @@ def grade_in_fork(*task) -> dict:
 
 def _grade_in_subprocess(task: tuple) -> dict:
     student, assignment, submission, source, settings = task
-    payload = json.dumps({"task": [student, assignment, base64.b64encode(submission).decode(),
-                                   base64.b64encode(source).decode(), settings]})
+    payload = json.dumps(
+        {
+            "task": [
+                student,
+                assignment,
+                base64.b64encode(submission).decode(),
+                base64.b64encode(source).decode(),
+                settings,
+            ]
+        }
+    )
     for _ in range(ATTEMPTS):
-        run = subprocess.run([sys.executable, "-m", "word2bert_grader.harness"], input=payload.encode(),
-                             capture_output=True, check=False)
+        run = subprocess.run(
+            [sys.executable, "-m", "word2bert_grader.harness"], input=payload.encode(), capture_output=True, check=False
+        )
         if run.returncode == 0:
             return json.loads(run.stdout)
-    return failed(task, f"the grader's process died {ATTEMPTS} times while grading it "
-                        f"({run.stderr.decode(errors='replace')[-300:]})")
+    return failed(
+        task,
+        f"the grader's process died {ATTEMPTS} times while grading it ({run.stderr.decode(errors='replace')[-300:]})",
+    )
 
 
 def cluster(tasks: list[tuple], scheduler: str) -> Iterator[dict]:
@@ -127,15 +140,19 @@ def cluster(tasks: list[tuple], scheduler: str) -> Iterator[dict]:
     from distributed.scheduler import KilledWorker
 
     with Client(scheduler, timeout="30s") as client:
-        futures = {client.submit(grade_in_fork, *task, pure=False, retries=0,
-                                 key=f"grade-{task[0]}-{task[1]}-{i}"): task for i, task in enumerate(tasks)}
+        futures = {
+            client.submit(grade_in_fork, *task, pure=False, retries=0, key=f"grade-{task[0]}-{task[1]}-{i}"): task
+            for i, task in enumerate(tasks)
+        }
         for future in as_completed(futures):
             task = futures[future]
             try:
                 yield future.result()
             except KilledWorker:  # the scheduler moved it to another worker, and those died too
-                yield failed(task, "the Dask workers grading it died (the scheduler's allowed-failures limit, "
-                                   f"{ATTEMPTS} by default)")
+                yield failed(
+                    task,
+                    f"the Dask workers grading it died (the scheduler's allowed-failures limit, {ATTEMPTS} by default)",
+                )
             except Exception as error:
                 yield failed(task, f"the grader failed: {type(error).__name__}: {str(error)[:300]}")
             future.release()

@@ -22,8 +22,33 @@ from markdown_it import MarkdownIt
 
 MAX_PAGE_CHARS = 2_000_000
 _markdown = MarkdownIt("commonmark", {"html": False})  # raw HTML in markdown is shown as text
-_TAGS = {"table", "thead", "tbody", "tr", "th", "td", "p", "b", "i", "em", "strong", "code", "pre", "span",
-         "div", "br", "ul", "ol", "li", "h1", "h2", "h3", "h4", "sub", "sup"}
+_TAGS = {
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "p",
+    "b",
+    "i",
+    "em",
+    "strong",
+    "code",
+    "pre",
+    "span",
+    "div",
+    "br",
+    "ul",
+    "ol",
+    "li",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "sub",
+    "sup",
+}
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
@@ -61,8 +86,9 @@ def page(result: dict, records) -> str:
         if step.kind == "markdown":
             parts.append(budget.take(f"<div class='cell'>{_markdown.render(step.source)}</div>"))
         elif step.kind in ("setup", "answer", "student"):
-            label = {"setup": "read-only cell", "answer": f"your answer: {step.grade_id}",
-                     "student": "your cell"}[step.kind]
+            label = {"setup": "read-only cell", "answer": f"your answer: {step.grade_id}", "student": "your cell"}[
+                step.kind
+            ]
             body = f"<div class='label'>{html.escape(label)}</div><pre>{html.escape(step.source)}</pre>"
             body += "".join(_output(o) for o in record.outputs)
             if record.failure:
@@ -73,8 +99,12 @@ def page(result: dict, records) -> str:
         elif step.kind == "written":
             label = f"your written answer: {step.grade_id}, {step.points:g} points, graded by hand"
             answer = _markdown.render(step.source) if step.source.strip() else "<p>(no answer)</p>"
-            parts.append(budget.take(f"<div class='cell'><div class='label'>{html.escape(label)}</div>"
-                                     f"<div class='output'>{answer}</div></div>"))
+            parts.append(
+                budget.take(
+                    f"<div class='cell'><div class='label'>{html.escape(label)}</div>"
+                    f"<div class='output'>{answer}</div></div>"
+                )
+            )
     parts.append("</body></html>")
     return "".join(parts)
 
@@ -82,12 +112,18 @@ def page(result: dict, records) -> str:
 def _header(result: dict) -> str:
     title = f"{result['assignment']}: feedback for {result['student']}"
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in result["notes"])
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-            f"<p><b>Score: {result['score']:g} / {result['max_score']:g}</b>"
-            + (f" and {sum(result.get('written', {}).values()):g} points of written answers, graded by hand"
-               if result.get("written") else "") + "</p>"
-            + (f"<div class='note'><p>While grading:</p><ul>{notes}</ul></div>" if notes else ""))
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"<p><b>Score: {result['score']:g} / {result['max_score']:g}</b>"
+        + (
+            f" and {sum(result.get('written', {}).values()):g} points of written answers, graded by hand"
+            if result.get("written")
+            else ""
+        )
+        + "</p>"
+        + (f"<div class='note'><p>While grading:</p><ul>{notes}</ul></div>" if notes else "")
+    )
 
 
 def _test(record, result: dict) -> str:
@@ -95,9 +131,12 @@ def _test(record, result: dict) -> str:
     hidden = step.visible != step.source
     earned = result["cells"].get(step.grade_id, 0.0)
     verdict = "passed" if record.passed else "failed"
-    body = (f"<div class='label'>test {html.escape(step.grade_id)}: {verdict}, {earned:g} / {step.points:g} "
-            f"points</div><pre>{html.escape(step.visible.strip())}"
-            + ("\n# (hidden tests ran here)" if hidden else "") + "</pre>")
+    body = (
+        f"<div class='label'>test {html.escape(step.grade_id)}: {verdict}, {earned:g} / {step.points:g} "
+        f"points</div><pre>{html.escape(step.visible.strip())}"
+        + ("\n# (hidden tests ran here)" if hidden else "")
+        + "</pre>"
+    )
     if record.test_output:
         body += f"<div class='output'><pre>{html.escape(record.test_output)}</pre></div>"
     if not record.passed:
@@ -128,14 +167,18 @@ def _is_png(data: str) -> bool:
 
 
 def failure_page(result: dict) -> str:
-    return (_header(result) + f"<p>Your submission could not be graded: {html.escape(result['failed'])}.</p>"
-            "</body></html>")
+    return (
+        _header(result) + f"<p>Your submission could not be graded: {html.escape(result['failed'])}.</p></body></html>"
+    )
 
 
 def graded_notebook(source_cells: list[dict], records) -> str:
     """The instructor's graded copy, as nbformat 4 JSON."""
-    meta = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id"): c.get("metadata", {})
-            for c in source_cells if c.get("metadata", {}).get("nbgrader")}
+    meta = {
+        c.get("metadata", {}).get("nbgrader", {}).get("grade_id"): c.get("metadata", {})
+        for c in source_cells
+        if c.get("metadata", {}).get("nbgrader")
+    }
     cells = []
     budget = _Budget(MAX_PAGE_CHARS)  # the instructor's copy has a size cap too
     for record in records:
@@ -161,13 +204,29 @@ def graded_notebook(source_cells: list[dict], records) -> str:
             if record.test_output:
                 outputs.append({"output_type": "stream", "name": "stdout", "text": record.test_output})
             if not record.passed:
-                outputs.append({"output_type": "error", "ename": "TestFailed", "evalue": record.message or "not run",
-                                "traceback": [record.message or "not run"]})
-        cells.append({"cell_type": "code", "metadata": metadata, "source": step.source, "outputs": outputs,
-                      "execution_count": None})
-    nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                      "language": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
+                outputs.append(
+                    {
+                        "output_type": "error",
+                        "ename": "TestFailed",
+                        "evalue": record.message or "not run",
+                        "traceback": [record.message or "not run"],
+                    }
+                )
+        cells.append(
+            {
+                "cell_type": "code",
+                "metadata": metadata,
+                "source": step.source,
+                "outputs": outputs,
+                "execution_count": None,
+            }
+        )
+    nb = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     for i, cell in enumerate(nb["cells"]):
         cell["id"] = f"cell-{i}"
     return json.dumps(nb, indent=1, ensure_ascii=False)

@@ -39,16 +39,17 @@ def generate(root: Path, names: list[str], db: Path, release_directory: Path | N
     for name in names:
         outcome = api.generate_assignment(name, force=True, create=True)
         if not outcome["success"]:
-            sys.exit(f"nbgrader generate_assignment {name} failed:\n{outcome.get('log', '')}"
-                     f"{outcome.get('error', '')}")
+            sys.exit(f"nbgrader generate_assignment {name} failed:\n{outcome.get('log', '')}{outcome.get('error', '')}")
 
 
 def _schema(db: Path) -> set[tuple[str, str, str]]:
     """Every table, index, view and trigger, with its SQL (a redefined column is a change too)."""
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        return {(kind, name, " ".join((sql or "").split()))
-                for kind, name, sql in connection.execute("SELECT type, name, sql FROM sqlite_master")}
+        return {
+            (kind, name, " ".join((sql or "").split()))
+            for kind, name, sql in connection.execute("SELECT type, name, sql FROM sqlite_master")
+        }
     finally:
         connection.close()
 
@@ -66,7 +67,8 @@ def prepare(root: Path, names: list[str], db: Path) -> None:
                 listed = ", ".join(sorted({f"{kind} {name}" for kind, name, _ in extra}))
                 raise RefusedGradebook(
                     f"{db} holds what nbgrader does not make ({listed}); it may have been tampered with. "
-                    "Move it away (keep a copy to inspect) and grade again: the grades are rebuilt.")
+                    "Move it away (keep a copy to inspect) and grade again: the grades are rebuilt."
+                )
         generate(root, names, db, Path(tmp) / "release")
 
 

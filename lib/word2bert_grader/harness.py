@@ -91,10 +91,23 @@ def failed_result(student: str, assignment: str, source: bytes, reason: str, tra
     points = notebook.points(source_cells)
     # Written answers are graded by hand (formgrader): their points are counted apart, and the pipeline adds the
     # scores the instructor has given. "answers" holds the student's text of each, for that.
-    return {"student": student, "assignment": assignment, "cells": dict.fromkeys(points, 0.0),
-            "max_score": sum(points.values()), "written": notebook.written_points(source_cells), "answers": {},
-            "score": 0.0, "failed": reason, "notes": [], "tampering": [],
-            "seconds": 0.0, "feedback": "", "autograded": "", "sandbox": {}, "transient": transient}
+    return {
+        "student": student,
+        "assignment": assignment,
+        "cells": dict.fromkeys(points, 0.0),
+        "max_score": sum(points.values()),
+        "written": notebook.written_points(source_cells),
+        "answers": {},
+        "score": 0.0,
+        "failed": reason,
+        "notes": [],
+        "tampering": [],
+        "seconds": 0.0,
+        "feedback": "",
+        "autograded": "",
+        "sandbox": {},
+        "transient": transient,
+    }
 
 
 def grade(student: str, assignment: str, submission: bytes, source: bytes, settings: dict) -> dict:
@@ -116,8 +129,11 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
     sandbox = Sandbox(config.limits, config.unsafe)
     # A backstop for the whole submission: every source cell's limit twice, the student's own cells'
     # budget, start-ups. (Student cells cannot stretch it: their count and time are capped.)
-    backstop = 120 + 2 * STUDENT_CELLS_SECONDS + 2 * sum(
-        config.limit(s.grade_id) for s in plan.steps if s.kind in ("setup", "answer", "test"))
+    backstop = (
+        120
+        + 2 * STUDENT_CELLS_SECONDS
+        + 2 * sum(config.limit(s.grade_id) for s in plan.steps if s.kind in ("setup", "answer", "test"))
+    )
     main = threading.current_thread() is threading.main_thread()  # signals only there (not in a Dask thread)
     if main:
         previous = signal.signal(signal.SIGALRM, _overtime)
@@ -147,8 +163,9 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
         if r.failure:
             result["notes"].append(f"cell {label} {r.failure}")
         if r.wrote_stderr:
-            result["notes"].append(f"your code wrote to stderr during {s.grade_id} (warnings are not counted "
-                                   "against you)")
+            result["notes"].append(
+                f"your code wrote to stderr during {s.grade_id} (warnings are not counted against you)"
+            )
         if s.kind == "test" and r.sandbox_passed and r.passed is False:
             result["tampering"].append(f"{s.grade_id} passed in your notebook's kernel but failed in the grader")
         truncated = sum("characters, cut" in o.get("text", "") for o in r.outputs)
@@ -199,8 +216,9 @@ class _Grader:
             try:
                 for record in list(self.ran):
                     step = record.step
-                    self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)},
-                                         timeout=self.config.limit(step.grade_id))
+                    self.sandbox.request(
+                        {"op": "run_cell", "source": _sandboxed(step)}, timeout=self.config.limit(step.grade_id)
+                    )
                 return
             except SandboxError as error:  # a cell that finished before did not this time
                 record.failure = record.failure or _why(error)
@@ -217,8 +235,10 @@ class _Grader:
                 own_cells += 1
                 limit = min(limit, STUDENT_CELLS_SECONDS - own_seconds)
                 if own_cells > MAX_STUDENT_CELLS or limit <= 0:
-                    record.failure = (f"was not run: your own cells beyond the answers are limited to "
-                                      f"{MAX_STUDENT_CELLS} and {STUDENT_CELLS_SECONDS:g} s in all")
+                    record.failure = (
+                        f"was not run: your own cells beyond the answers are limited to "
+                        f"{MAX_STUDENT_CELLS} and {STUDENT_CELLS_SECONDS:g} s in all"
+                    )
                     continue
             try:
                 if self.sandbox.process is None or self.sandbox.process.poll() is not None:
@@ -324,8 +344,11 @@ def _outputs(outputs) -> list[dict]:
         if o.get("type") == "stream" and o.get("name") in ("stdout", "stderr"):
             kept.append({"type": "stream", "name": o["name"], "text": _cap(str(o.get("text", "")))})
         elif o.get("type") == "display" and type(o.get("data")) is dict:
-            data = {k: _cap(str(v), 2_000_000 if k == "image/png" else MAX_OUTPUT_CHARS)
-                    for k, v in o["data"].items() if k in ("text/plain", "text/html", "image/png")}
+            data = {
+                k: _cap(str(v), 2_000_000 if k == "image/png" else MAX_OUTPUT_CHARS)
+                for k, v in o["data"].items()
+                if k in ("text/plain", "text/html", "image/png")
+            }
             kept.append({"type": "display", "data": data})
     return kept[:50]
 

@@ -95,14 +95,20 @@ def _written(cell) -> bool:
 
 def points(source_cells: list[dict]) -> dict[str, float]:
     """grade id -> points of every test cell of a source notebook (what the grader scores)."""
-    return {_nbgrader(c)["grade_id"]: float(_nbgrader(c).get("points", 0)) for c in source_cells
-            if _nbgrader(c).get("grade") and _nbgrader(c).get("grade_id") and not _written(c)}
+    return {
+        _nbgrader(c)["grade_id"]: float(_nbgrader(c).get("points", 0))
+        for c in source_cells
+        if _nbgrader(c).get("grade") and _nbgrader(c).get("grade_id") and not _written(c)
+    }
 
 
 def written_points(source_cells: list[dict]) -> dict[str, float]:
     """grade id -> points of every written answer of a source notebook (what the instructor grades by hand)."""
-    return {_nbgrader(c)["grade_id"]: float(_nbgrader(c).get("points", 0)) for c in source_cells
-            if _written(c) and _nbgrader(c).get("grade_id")}
+    return {
+        _nbgrader(c)["grade_id"]: float(_nbgrader(c).get("points", 0))
+        for c in source_cells
+        if _written(c) and _nbgrader(c).get("grade_id")
+    }
 
 
 def defined_names(source: str) -> list[str]:
@@ -186,8 +192,11 @@ def plan(source_cells: list[dict], submission_cells: list[dict]) -> Plan:
         else:
             continue
         steps += after.get(gid, [])
-    tests = {_nbgrader(c).get("grade_id") for c in source_cells if _nbgrader(c).get("grade")
-             and not _nbgrader(c).get("solution")}  # (written answers are solutions: missing ones noted above)
+    tests = {
+        _nbgrader(c).get("grade_id")
+        for c in source_cells
+        if _nbgrader(c).get("grade") and not _nbgrader(c).get("solution")
+    }  # (written answers are solutions: missing ones noted above)
     missing = sorted(tests - seen)
     if missing:
         notes.append(f"deleted test cells {', '.join(missing)}: restored from the source")

@@ -36,14 +36,15 @@ from word2bert_grader.harness import Settings, failed_result
 from word2bert_grader.sandbox import Limits, Unavailable, check_available, printable
 
 CACHE = ".grading-cache"
-UNSAFE_BANNER = ("WARNING: --unsafe-no-sandbox: student code ran WITHOUT confinement, as this user, with "
-                 "network, files and processes in reach. Scores still come from the grader's own process, "
-                 "but these grades are not safe to put on a transcript.")
+UNSAFE_BANNER = (
+    "WARNING: --unsafe-no-sandbox: student code ran WITHOUT confinement, as this user, with "
+    "network, files and processes in reach. Scores still come from the grader's own process, "
+    "but these grades are not safe to put on a transcript."
+)
 
 
 def assignments(root: Path) -> list[str]:
-    return sorted(p.name for p in (root / "solutions").iterdir()
-                  if p.is_dir() and (p / f"{p.name}.ipynb").exists())
+    return sorted(p.name for p in (root / "solutions").iterdir() if p.is_dir() and (p / f"{p.name}.ipynb").exists())
 
 
 def release(root: Path) -> None:
@@ -62,13 +63,16 @@ def settings(root: Path, timeout: float | None = None) -> Settings:
     config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
     ours = config.get("SandboxGrader", {})
     limits = Limits(**{k: int(v) for k, v in ours.items() if k in Limits.__dataclass_fields__})
-    return Settings(timeout=float(timeout or config.Execute.get("timeout", 30)),
-                    cell_timeouts={k: float(v) for k, v in ours.get("cell_timeouts", {}).items()},
-                    limits=limits)
+    return Settings(
+        timeout=float(timeout or config.Execute.get("timeout", 30)),
+        cell_timeouts={k: float(v) for k, v in ours.get("cell_timeouts", {}).items()},
+        limits=limits,
+    )
 
 
-def find_submissions(root: Path, names: Collection[str], roster: set[str] | None,
-                     refused: list[dict]) -> list[tuple[str, str, Path]]:
+def find_submissions(
+    root: Path, names: Collection[str], roster: set[str] | None, refused: list[dict]
+) -> list[tuple[str, str, Path]]:
     """(student, assignment, notebook path) under ``submitted/``; what cannot be graded goes to ``refused``."""
     submitted = root / "submitted"
     found = []
@@ -82,8 +86,7 @@ def find_submissions(root: Path, names: Collection[str], roster: set[str] | None
             if roster is not None and student not in roster:
                 refused.append(failed_result(student, a.name, source(root, a.name), "refused: not on the roster"))
             elif folder.is_symlink() or a.is_symlink():
-                refused.append(failed_result(student, a.name, source(root, a.name),
-                                             "refused: the folder is a symlink"))
+                refused.append(failed_result(student, a.name, source(root, a.name), "refused: the folder is a symlink"))
             else:
                 found.append((student, a.name, a / f"{a.name}.ipynb"))
     return found
@@ -122,8 +125,13 @@ def grader_version() -> str:
 def cache_key(task: tuple) -> str:
     student, assignment, submission, source_bytes, settings = task
     digest = hashlib.sha256(grader_version().encode())
-    for part in (student.encode(), assignment.encode(), submission, source_bytes,
-                 json.dumps(settings, sort_keys=True).encode()):
+    for part in (
+        student.encode(),
+        assignment.encode(),
+        submission,
+        source_bytes,
+        json.dumps(settings, sort_keys=True).encode(),
+    ):
         digest.update(hashlib.sha256(part).digest())
     return digest.hexdigest()
 
@@ -159,8 +167,7 @@ def run_all(root: Path, tasks: list[tuple], jobs: int, scheduler: str | None) ->
     tasks = [task for _, task in todo.values()]
     run = executors.cluster(tasks, scheduler) if scheduler else executors.local(tasks, jobs)
     failures = 0
-    with tqdm(total=len(tasks) + reused, initial=reused, desc="autograde", unit="submission",
-              disable=None) as bar:
+    with tqdm(total=len(tasks) + reused, initial=reused, desc="autograde", unit="submission", disable=None) as bar:
         for result in run:
             key, _ = todo[result["student"], result["assignment"]]
             if not result.get("transient"):
@@ -175,8 +182,10 @@ def run_all(root: Path, tasks: list[tuple], jobs: int, scheduler: str | None) ->
 def write_outputs(root: Path, results: list[dict]) -> None:
     """Feedback pages and graded notebooks, written here only (and nothing else into feedback/)."""
     for r in results:
-        for step, name, text in (("feedback", f"{r['assignment']}.html", r["feedback"]),
-                                 ("autograded", f"{r['assignment']}.ipynb", r["autograded"])):
+        for step, name, text in (
+            ("feedback", f"{r['assignment']}.html", r["feedback"]),
+            ("autograded", f"{r['assignment']}.ipynb", r["autograded"]),
+        ):
             folder = root / step / r["student"] / r["assignment"]
             if folder.is_symlink():
                 folder.unlink()
@@ -225,9 +234,17 @@ def write_grades(path: Path, results: list[dict]) -> None:
         writer.writerow(["student", "assignment", "score", "max_score", "status", "reason", "to_grade_by_hand"])
         for r in sorted(results, key=lambda r: (r["student"], r["assignment"])):
             score, max_score, waiting = total(r)
-            writer.writerow([r["student"], r["assignment"], f"{score:g}", f"{max_score:g}",
-                             "failed" if r["failed"] else "graded", printable(r["failed"] or "; ".join(r["notes"])),
-                             f"{waiting:g}"])
+            writer.writerow(
+                [
+                    r["student"],
+                    r["assignment"],
+                    f"{score:g}",
+                    f"{max_score:g}",
+                    "failed" if r["failed"] else "graded",
+                    printable(r["failed"] or "; ".join(r["notes"])),
+                    f"{waiting:g}",
+                ]
+            )
 
 
 def summary(results: list[dict], unsafe: bool, ignored: list[str], reused: int = 0) -> str:
@@ -258,19 +275,32 @@ def summary(results: list[dict], unsafe: bool, ignored: list[str], reused: int =
         lines += ["", f"{reused} submission(s) unchanged since an earlier run: their results were reused"]
     waiting = [(r, total(r)[2]) for r in results if total(r)[2]]
     if waiting:
-        lines += ["", f"Written answers to grade by hand in formgrader (Manual Grading), then run again: "
-                      f"{len(waiting)} submission(s), {sum(w for _, w in waiting):g} points in all"]
+        lines += [
+            "",
+            f"Written answers to grade by hand in formgrader (Manual Grading), then run again: "
+            f"{len(waiting)} submission(s), {sum(w for _, w in waiting):g} points in all",
+        ]
     timed = {n: sorted(r["seconds"] for r in results if r["assignment"] == n and r["seconds"]) for n in names}
-    lines += ["", "Seconds per submission (median, slowest): " + ", ".join(
-        f"{n} {t[len(t) // 2]:.1f}, {t[-1]:.1f}" for n, t in timed.items() if t)]
+    lines += [
+        "",
+        "Seconds per submission (median, slowest): "
+        + ", ".join(f"{n} {t[len(t) // 2]:.1f}, {t[-1]:.1f}" for n, t in timed.items() if t),
+    ]
     if unsafe:
         lines += ["", UNSAFE_BANNER]
     return "\n".join(lines)
 
 
-def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None, timeout: float | None = None,
-              feedback: bool | Collection[str] = True, roster: Path | None = None,
-              unsafe: bool = False, scheduler: str | None = None) -> list[dict]:
+def autograde(
+    root: Path,
+    downloads: Path | None = None,
+    jobs: int | None = None,
+    timeout: float | None = None,
+    feedback: bool | Collection[str] = True,
+    roster: Path | None = None,
+    unsafe: bool = False,
+    scheduler: str | None = None,
+) -> list[dict]:
     """Grade every submission under ``root/submitted``; write gradebook, grades.csv, feedback/, autograded/.
 
     ``feedback``: for every student (True), none (False), or only the students named.
@@ -308,8 +338,7 @@ def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None
         return []
     config = settings(root, timeout)
     config.unsafe = unsafe
-    gradebook.prepare(root, sorted({a for _, a, _ in todo} | {r["assignment"] for r in refused}),
-                      root / "gradebook.db")
+    gradebook.prepare(root, sorted({a for _, a, _ in todo} | {r["assignment"] for r in refused}), root / "gradebook.db")
     tasks, results = [], list(refused)
     for student, assignment, path in todo:
         data = _read(path)
@@ -328,6 +357,8 @@ def autograde(root: Path, downloads: Path | None = None, jobs: int | None = None
     write_grades(root / "grades.csv", results)
     print(printable(summary(results, unsafe, ignored, reused)))
     if reset:
-        print(f"\ngradebook.db held {reset} manual score(s) or extra credit on test cells that the grader did not "
-              "set: reset, so that the gradebook says what grades.csv says")
+        print(
+            f"\ngradebook.db held {reset} manual score(s) or extra credit on test cells that the grader did not "
+            "set: reset, so that the gradebook says what grades.csv says"
+        )
     return results

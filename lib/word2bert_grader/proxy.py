@@ -115,8 +115,10 @@ class Session:
         """Call ``target`` (a proxy), or its ``method``, in the sandbox, as if it were here."""
         self.ensure_running()
         if target._w2b_generation != self.generation:
-            raise SandboxFailure("this object was made before the sandbox restarted (your code crashed or ran "
-                                 "past its time limit earlier), so it is gone")
+            raise SandboxFailure(
+                "this object was made before the sandbox restarted (your code crashed or ran "
+                "past its time limit earlier), so it is gone"
+            )
         encoder = wire.Encoder(self._unproxy)
         modules: dict[int, nn.Module] = {}
         self._collect_modules(target, modules)
@@ -127,15 +129,36 @@ class Session:
         except TypeError as error:
             raise TypeError(f"the grader cannot pass this to your code: {error}") from None
         rng = {"torch": encoder.encode(torch.get_rng_state()), "random": encoder.encode(_global_random())}
-        states = [[h, m.training, {n: encoder.encode(p) for n, p in m._parameters.items() if p is not None},
-                   {n: encoder.encode(b) for n, b in m._buffers.items() if b is not None}]
-                  for h, m in modules.items()]
-        inputs = [(name, t) for name, t, _ in wire.tensors_in(tuple(args), enc_args)
-                  + wire.tensors_in(dict(kwargs), enc_kwargs) if t.requires_grad]
-        params = [((h, n), p) for h, m in modules.items() for n, p in m._parameters.items()
-                  if p is not None and p.requires_grad]
-        header = {"op": "call", "target": target._w2b_handle, "method": method, "args": enc_args,
-                  "kwargs": enc_kwargs, "rng": rng, "modules": states, "grad": torch.is_grad_enabled()}
+        states = [
+            [
+                h,
+                m.training,
+                {n: encoder.encode(p) for n, p in m._parameters.items() if p is not None},
+                {n: encoder.encode(b) for n, b in m._buffers.items() if b is not None},
+            ]
+            for h, m in modules.items()
+        ]
+        inputs = [
+            (name, t)
+            for name, t, _ in wire.tensors_in(tuple(args), enc_args) + wire.tensors_in(dict(kwargs), enc_kwargs)
+            if t.requires_grad
+        ]
+        params = [
+            ((h, n), p)
+            for h, m in modules.items()
+            for n, p in m._parameters.items()
+            if p is not None and p.requires_grad
+        ]
+        header = {
+            "op": "call",
+            "target": target._w2b_handle,
+            "method": method,
+            "args": enc_args,
+            "kwargs": enc_kwargs,
+            "rng": rng,
+            "modules": states,
+            "grad": torch.is_grad_enabled(),
+        }
         call = _Call(self, header, encoder.tensors, args, kwargs, modules, inputs, params)
         try:
             if torch.is_grad_enabled() and (inputs or params):
@@ -166,8 +189,10 @@ class Session:
             return {"$handle": value._w2b_handle}
         if isinstance(value, (RemoteFunction, RemoteObject)) or getattr(value, "_w2b_class", None):
             return {"$handle": value._w2b_handle}
-        raise TypeError(f"cannot send a {type(value).__name__} (data only: tensors, numbers, strings, lists, "
-                        "tuples, dicts, random.Random, torch.Generator, and objects of your own code)")
+        raise TypeError(
+            f"cannot send a {type(value).__name__} (data only: tensors, numbers, strings, lists, "
+            "tuples, dicts, random.Random, torch.Generator, and objects of your own code)"
+        )
 
     # --- handles to proxies -----------------------------------------------------------------------
 
@@ -189,9 +214,17 @@ class Session:
         key = (self.generation, h)
         if key not in self._classes:
             base_cls = getattr(nn, base) if base in LOCAL_MODULES | {"Module"} else nn.Module
-            self._classes[key] = type(name, (RemoteModule, base_cls),
-                                      {"_w2b_class": h, "_w2b_handle": h, "_w2b_session": self,
-                                       "_w2b_generation": self.generation, "__module__": "student"})
+            self._classes[key] = type(
+                name,
+                (RemoteModule, base_cls),
+                {
+                    "_w2b_class": h,
+                    "_w2b_handle": h,
+                    "_w2b_session": self,
+                    "_w2b_generation": self.generation,
+                    "__module__": "student",
+                },
+            )
         return self._classes[key]
 
     def _mirror(self, tree) -> nn.Module:
@@ -282,8 +315,9 @@ class _Call:
             session.refresh(reply.get("modules") or [], decoder)
         except (wire.WireError, KeyError, TypeError, ValueError, RuntimeError) as error:
             raise SandboxFailure(f"the sandbox answered nonsense ({str(error)[:200]})") from None
-        self.grad_outputs = [t for _, t, marked in wire.tensors_in(self.result, reply.get("result"))
-                             if marked and t.is_floating_point()]
+        self.grad_outputs = [
+            t for _, t, marked in wire.tensors_in(self.result, reply.get("result")) if marked and t.is_floating_point()
+        ]
         self.call_id = reply.get("call") if type(reply.get("call")) is int else None
 
     def result_with(self, outputs) -> object:
@@ -296,8 +330,11 @@ class _Call:
         if self.call_id is None:
             return [None] * len(wanted)
         encoder = wire.Encoder()
-        header = {"op": "backward", "call": self.call_id,
-                  "grads": [None if g is None else encoder.encode(g.contiguous()) for g in grads]}
+        header = {
+            "op": "backward",
+            "call": self.call_id,
+            "grads": [None if g is None else encoder.encode(g.contiguous()) for g in grads],
+        }
         reply, tensors = self.session.request(header, encoder.tensors)
         decoder = wire.Decoder(tensors)
         found = {}
@@ -424,8 +461,11 @@ def student_exception(error) -> BaseException:
     base = Exception
     for candidate in error.get("bases") or []:
         cls = getattr(builtins, str(candidate), None)
-        if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(
-                cls, (StopIteration, StopAsyncIteration, Warning)):
+        if (
+            isinstance(cls, type)
+            and issubclass(cls, Exception)
+            and not issubclass(cls, (StopIteration, StopAsyncIteration, Warning))
+        ):
             base = cls
             break
     exception = _exception_class(name, base)(message)

@@ -37,9 +37,30 @@ MAX_OUTPUT = 100_000  # characters kept of one cell's text output
 MAX_RETAINED = 256  # graphs kept for a later backward
 # torch.nn modules whose forward the grader runs itself from their attributes and tensors (see proxy.py)
 LOCAL_MODULES = {
-    "Linear", "Bilinear", "Identity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
-    "LayerNorm", "Embedding", "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "LogSoftmax",
-    "LeakyReLU", "ELU", "Softplus", "Flatten", "Sequential", "ModuleList", "ModuleDict",
+    "Linear",
+    "Bilinear",
+    "Identity",
+    "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "AlphaDropout",
+    "LayerNorm",
+    "Embedding",
+    "ReLU",
+    "GELU",
+    "Tanh",
+    "Sigmoid",
+    "SiLU",
+    "Softmax",
+    "LogSoftmax",
+    "LeakyReLU",
+    "ELU",
+    "Softplus",
+    "Flatten",
+    "Sequential",
+    "ModuleList",
+    "ModuleDict",
 }
 
 
@@ -49,9 +70,11 @@ class _NoLibrary:
     def find_spec(self, name, path=None, target=None):
         __tracebackhide__ = True  # noqa: F841 (IPython leaves this frame out of the student's traceback)
         if name.split(".")[0] in ("word2bert", "word2bert_grader"):
-            raise ImportError(f"{name} is not available while grading: answers are graded as your own "
-                              "code, written with torch, math and random (the tests import the library "
-                              "themselves where they need it)")
+            raise ImportError(
+                f"{name} is not available while grading: answers are graded as your own "
+                "code, written with torch, math and random (the tests import the library "
+                "themselves where they need it)"
+            )
         return None
 
 
@@ -106,8 +129,10 @@ class Runner:
         config.HistoryManager.enabled = False  # no history database in the scratch folder
         self.shell = InteractiveShell.instance(config=config, colors="nocolor")
         self.shell.user_ns["__name__"] = "__main__"
-        measured = {name: resource.getrlimit(getattr(resource, f"RLIMIT_{name.upper()}"))[1]
-                    for name in ("nproc", "cpu", "fsize", "nofile")}
+        measured = {
+            name: resource.getrlimit(getattr(resource, f"RLIMIT_{name.upper()}"))[1]
+            for name in ("nproc", "cpu", "fsize", "nofile")
+        }
         return {"ok": True, "pid": os.getpid(), "uid": os.getuid(), "rlimits": measured}, {}
 
     def op_run_cell(self, header, tensors):
@@ -121,8 +146,11 @@ class Runner:
             if text:
                 outputs.append({"type": "stream", "name": name, "text": _cap(text)})
         for shown in captured.outputs[:20]:
-            data = {k: _cap(v) for k, v in shown.data.items()
-                    if k in ("text/plain", "text/html", "text/markdown", "image/png") and isinstance(v, str)}
+            data = {
+                k: _cap(v)
+                for k, v in shown.data.items()
+                if k in ("text/plain", "text/html", "text/markdown", "image/png") and isinstance(v, str)
+            }
             outputs.append({"type": "display", "data": data})
         return {"ok": True, "outputs": outputs, "error": describe(error) if error else None}, {}
 
@@ -144,16 +172,26 @@ class Runner:
         self.load_rng(header["rng"], tensors)
         modules = self.load_modules(header["modules"], tensors)
         # The tensors that need gradients, in the order the grader numbered them.
-        wanted = [(name, t) for name, t, _ in wire.tensors_in(args, header["args"])
-                  + wire.tensors_in(kwargs, header["kwargs"]) if t.requires_grad]
+        wanted = [
+            (name, t)
+            for name, t, _ in wire.tensors_in(args, header["args"]) + wire.tensors_in(kwargs, header["kwargs"])
+            if t.requires_grad
+        ]
         with torch.set_grad_enabled(bool(header["grad"])):
             result = target(*args, **kwargs)
         encoder = self.encoder = wire.Encoder(self.handle)
-        reply = {"ok": True, "result": encoder.encode(result), "args": encoder.encode(args),
-                 "kwargs": encoder.encode(kwargs), "modules": self.dump_modules(modules, encoder), "call": None}
+        reply = {
+            "ok": True,
+            "result": encoder.encode(result),
+            "args": encoder.encode(args),
+            "kwargs": encoder.encode(kwargs),
+            "modules": self.dump_modules(modules, encoder),
+            "call": None,
+        }
         outputs = [t for _, t, marked in wire.tensors_in(result, reply["result"]) if marked]
-        params = [(h, n, p) for h, module in modules for n, p in module.named_parameters(recurse=False)
-                  if p.requires_grad]
+        params = [
+            (h, n, p) for h, module in modules for n, p in module.named_parameters(recurse=False) if p.requires_grad
+        ]
         if header["grad"] and outputs and (wanted or params):
             call_id = self.new_id()
             self.calls[call_id] = (outputs, wanted, params)
@@ -168,14 +206,17 @@ class Runner:
         grads_out = [decoder.decode(g) for g in header["grads"]]
         keep = [i for i, g in enumerate(grads_out) if g is not None]
         inputs = [t for _, t in wanted] + [p for _, _, p in params]
-        grads = torch.autograd.grad([outputs[i] for i in keep], inputs, [grads_out[i] for i in keep],
-                                    allow_unused=True, retain_graph=True)
+        grads = torch.autograd.grad(
+            [outputs[i] for i in keep], inputs, [grads_out[i] for i in keep], allow_unused=True, retain_graph=True
+        )
         encoder = wire.Encoder()
-        return {"ok": True,
-                "inputs": [[name, None if g is None else encoder.encode(g)]
-                           for (name, _), g in zip(wanted, grads)],
-                "params": [[h, n, None if g is None else encoder.encode(g)]
-                           for (h, n, _), g in zip(params, grads[len(wanted):])]}, encoder.tensors
+        return {
+            "ok": True,
+            "inputs": [[name, None if g is None else encoder.encode(g)] for (name, _), g in zip(wanted, grads)],
+            "params": [
+                [h, n, None if g is None else encoder.encode(g)] for (h, n, _), g in zip(params, grads[len(wanted) :])
+            ],
+        }, encoder.tensors
 
     def op_release(self, header, tensors):
         for h in header.get("handles", []):
@@ -217,16 +258,23 @@ class Runner:
             h = self.handle_of(m)
             cls = type(m)
             builtin = cls.__name__ if cls.__module__.startswith("torch.nn.modules") else None
-            attrs = {k: self.encoder.encode(v) for k, v in vars(m).items()
-                     if not k.startswith("_") and k != "training" and _plain(v)}
-            nodes[h] = {"name": cls.__name__, "builtin": builtin if builtin in LOCAL_MODULES else None,
-                        "training": m.training,
-                        "params": {n: self.encoder.encode(p) for n, p in m._parameters.items() if p is not None},
-                        "buffers": {n: self.encoder.encode(b) for n, b in m._buffers.items() if b is not None},
-                        "base": _torch_base(cls), "class": None if builtin else self.handle_of(cls),
-                        "attrs": attrs, "children": [[n, self.handle_of(c)] for n, c in m._modules.items()
-                                                     if c is not None],
-                        "methods": _methods(cls)}
+            attrs = {
+                k: self.encoder.encode(v)
+                for k, v in vars(m).items()
+                if not k.startswith("_") and k != "training" and _plain(v)
+            }
+            nodes[h] = {
+                "name": cls.__name__,
+                "builtin": builtin if builtin in LOCAL_MODULES else None,
+                "training": m.training,
+                "params": {n: self.encoder.encode(p) for n, p in m._parameters.items() if p is not None},
+                "buffers": {n: self.encoder.encode(b) for n, b in m._buffers.items() if b is not None},
+                "base": _torch_base(cls),
+                "class": None if builtin else self.handle_of(cls),
+                "attrs": attrs,
+                "children": [[n, self.handle_of(c)] for n, c in m._modules.items() if c is not None],
+                "methods": _methods(cls),
+            }
         return {"root": self.handle_of(module), "nodes": [[h, node] for h, node in nodes.items()]}
 
     def handle_of(self, obj) -> int:
@@ -262,9 +310,15 @@ class Runner:
         return modules
 
     def dump_modules(self, modules, encoder) -> list:
-        return [[h, m.training,
-                 {n: encoder.encode(p) for n, p in m._parameters.items() if p is not None},
-                 {n: encoder.encode(b) for n, b in m._buffers.items() if b is not None}] for h, m in modules]
+        return [
+            [
+                h,
+                m.training,
+                {n: encoder.encode(p) for n, p in m._parameters.items() if p is not None},
+                {n: encoder.encode(b) for n, b in m._buffers.items() if b is not None},
+            ]
+            for h, m in modules
+        ]
 
     def load_rng(self, state, tensors) -> None:
         decoder = wire.Decoder(tensors)
@@ -275,8 +329,12 @@ class Runner:
 def describe(error: BaseException) -> dict:
     bases = [c.__name__ for c in type(error).__mro__ if c.__module__ == "builtins"]
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=-8))
-    return {"type": type(error).__name__, "bases": bases, "message": _cap(str(error), 4000),
-            "traceback": _cap(text, 20_000)}
+    return {
+        "type": type(error).__name__,
+        "bases": bases,
+        "message": _cap(str(error), 4000),
+        "traceback": _cap(text, 20_000),
+    }
 
 
 def _cap(text: str, limit: int = MAX_OUTPUT) -> str:

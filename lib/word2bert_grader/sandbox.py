@@ -71,24 +71,77 @@ class Unavailable(RuntimeError):
 def bwrap_command(limits: Limits) -> list[str]:
     venv, base = Path(sys.prefix), Path(sys.base_prefix)
     mb = 2**20
-    cmd = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
-           "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534",
-           "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv",
-           "--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin", "--setenv", "HOME", SCRATCH,
-           "--setenv", "MPLBACKEND", "Agg", "--setenv", "MPLCONFIGDIR", "/tmp",
-           "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-           "--setenv", "LANG", "C.UTF-8", "--proc", "/proc", "--dev", "/dev"]
+    cmd = [
+        shutil.which("bwrap") or "bwrap",
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
+        "--uid",
+        "65534",
+        "--gid",
+        "65534",
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--setenv",
+        "PATH",
+        f"{venv}/bin:/usr/bin:/bin",
+        "--setenv",
+        "HOME",
+        SCRATCH,
+        "--setenv",
+        "MPLBACKEND",
+        "Agg",
+        "--setenv",
+        "MPLCONFIGDIR",
+        "/tmp",
+        "--setenv",
+        "OMP_NUM_THREADS",
+        "1",
+        "--setenv",
+        "PYTHONDONTWRITEBYTECODE",
+        "1",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+    ]
     # The writable places first: a mount made later would hide a read-only bind beneath it.
     for path in ("/dev/shm", "/tmp", SCRATCH):
         cmd += ["--size", str(limits.scratch_mb * mb), "--tmpfs", path]
-    for path in ("/usr", "/bin", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/etc/ld.so.conf",
-                 "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/fonts", "/etc/localtime"):
+    for path in (
+        "/usr",
+        "/bin",
+        "/lib",
+        "/lib64",
+        "/lib32",
+        "/etc/ld.so.cache",
+        "/etc/ld.so.conf",
+        "/etc/ld.so.conf.d",
+        "/etc/alternatives",
+        "/etc/fonts",
+        "/etc/localtime",
+    ):
         cmd += ["--ro-bind-try", path, path]
     for path in sorted({base, venv}):
         cmd += ["--ro-bind", str(path), str(path)]
-    cmd += ["--ro-bind", str(HERE / "runner.py"), f"{INSIDE}/runner.py",
-            "--ro-bind", str(HERE / "wire.py"), f"{INSIDE}/wire.py",
-            "--remount-ro", "/"]  # the sandbox's own root: no uncapped writes outside the scratch folders
+    cmd += [
+        "--ro-bind",
+        str(HERE / "runner.py"),
+        f"{INSIDE}/runner.py",
+        "--ro-bind",
+        str(HERE / "wire.py"),
+        f"{INSIDE}/wire.py",
+        "--remount-ro",
+        "/",
+    ]  # the sandbox's own root: no uncapped writes outside the scratch folders
     return [*cmd, "--chdir", SCRATCH]
 
 
@@ -96,10 +149,80 @@ def bwrap_command(limits: Limits) -> list[str]:
 # keys, mounts and namespaces, eBPF, io_uring, perf, userfaultfd, handles to other file systems'
 # files, other processes' memory. Numbers per architecture (x86_64, aarch64).
 _BLOCKED = {
-    "x86_64": (0xC000003E, [101, 155, 165, 166, 169, 175, 176, 246, 248, 249, 250, 272, 298, 303, 304, 308, 310,
-                            311, 313, 320, 321, 323, 425, 426, 427, 428, 429, 430, 431, 432, 433, 442]),
-    "aarch64": (0xC00000B7, [39, 40, 41, 97, 104, 105, 106, 117, 142, 217, 218, 219, 241, 264, 265, 268, 270,
-                             271, 273, 280, 282, 294, 425, 426, 427, 428, 429, 430, 431, 432, 433, 442]),
+    "x86_64": (
+        0xC000003E,
+        [
+            101,
+            155,
+            165,
+            166,
+            169,
+            175,
+            176,
+            246,
+            248,
+            249,
+            250,
+            272,
+            298,
+            303,
+            304,
+            308,
+            310,
+            311,
+            313,
+            320,
+            321,
+            323,
+            425,
+            426,
+            427,
+            428,
+            429,
+            430,
+            431,
+            432,
+            433,
+            442,
+        ],
+    ),
+    "aarch64": (
+        0xC00000B7,
+        [
+            39,
+            40,
+            41,
+            97,
+            104,
+            105,
+            106,
+            117,
+            142,
+            217,
+            218,
+            219,
+            241,
+            264,
+            265,
+            268,
+            270,
+            271,
+            273,
+            280,
+            282,
+            294,
+            425,
+            426,
+            427,
+            428,
+            429,
+            430,
+            431,
+            432,
+            433,
+            442,
+        ],
+    ),
 }
 
 
@@ -124,8 +247,12 @@ def seccomp_filter() -> bytes | None:
 
 
 def rlimits(limits: Limits) -> dict[str, int]:
-    return {"cpu": limits.cpu_seconds, "fsize": limits.file_mb * 2**20, "nofile": limits.open_files,
-            "nproc": limits.processes}
+    return {
+        "cpu": limits.cpu_seconds,
+        "fsize": limits.file_mb * 2**20,
+        "nofile": limits.open_files,
+        "nproc": limits.processes,
+    }
 
 
 class _Cgroup:
@@ -159,8 +286,7 @@ class _Cgroup:
                 for controller in ("memory", "pids"):
                     made[controller] = CGROUP / controller / own.get(controller, "") / name
                     made[controller].mkdir()
-                (made["memory"] / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 2**20),
-                                                                      encoding="utf-8")
+                (made["memory"] / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 2**20), encoding="utf-8")
                 (made["pids"] / "pids.max").write_text(str(limits.processes), encoding="utf-8")
         except (OSError, ValueError, IndexError):
             cls(made).remove()
@@ -174,8 +300,7 @@ class _Cgroup:
         try:
             if "v2" in self.dirs:
                 events = (self.dirs["v2"] / "memory.events").read_text(encoding="utf-8")
-                return any(line.split()[0] == "oom_kill" and int(line.split()[1]) > 0
-                           for line in events.splitlines())
+                return any(line.split()[0] == "oom_kill" and int(line.split()[1]) > 0 for line in events.splitlines())
             return int((self.dirs["memory"] / "memory.failcnt").read_text(encoding="utf-8")) > 0
         except (OSError, ValueError, KeyError):
             return False
@@ -260,15 +385,30 @@ class Sandbox:
             cmd += runner
         self._cgroup = _Cgroup.create(self.limits)
         if self._cgroup is not None:  # join the cgroups before bwrap starts, so that everything inside is in them
-            cmd = ["/bin/sh", "-c", 'for f in $W2B_CGROUPS; do echo $$ > "$f" || exit 97; done; '
-                   'unset W2B_CGROUPS; exec "$@"', "sh", *cmd]
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-               "W2B_CGROUPS": " ".join(self._cgroup.procs_files()) if self._cgroup else ""}
+            cmd = [
+                "/bin/sh",
+                "-c",
+                'for f in $W2B_CGROUPS; do echo $$ > "$f" || exit 97; done; unset W2B_CGROUPS; exec "$@"',
+                "sh",
+                *cmd,
+            ]
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "W2B_CGROUPS": " ".join(self._cgroup.procs_files()) if self._cgroup else "",
+        }
         if self.unsafe:
             env.update(MPLBACKEND="Agg", OMP_NUM_THREADS="1")
-        self.process = subprocess.Popen(cmd, pass_fds=keep, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                        start_new_session=True, cwd="/" if not self.unsafe else None)
+        self.process = subprocess.Popen(
+            cmd,
+            pass_fds=keep,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            cwd="/" if not self.unsafe else None,
+        )
         for fd in keep:
             os.close(fd)
         os.set_blocking(from_parent, False)  # writes wait in select, with the request's deadline
@@ -321,8 +461,7 @@ class Sandbox:
             raise SandboxError(f"could not send the request: {error}") from None
         self._write(data, deadline, timeout)
         try:
-            return wire.read_frame(lambda n: self._read(n, deadline, timeout),
-                                   self.limits.max_message_mb * 2**20)
+            return wire.read_frame(lambda n: self._read(n, deadline, timeout), self.limits.max_message_mb * 2**20)
         except wire.WireError as error:
             self.kill()
             raise SandboxError(f"the sandbox sent something that is not a message ({error})") from None
@@ -337,7 +476,7 @@ class Sandbox:
                 self.death = f"ran past the {timeout:g} s limit (it stopped reading its requests)"
                 raise SandboxTimeout(self.death)
             try:
-                view = view[os.write(self._out, view[:65536]):]
+                view = view[os.write(self._out, view[:65536]) :]
             except BlockingIOError:
                 continue
             except OSError:
@@ -416,7 +555,8 @@ def check_available(limits: Limits | None = None) -> None:
         raise Unavailable(
             "bubblewrap (bwrap) is not installed, and the grader runs every submission in it.\n"
             "Fix: `make system-deps` (or `sudo apt-get install bubblewrap`). To grade without any "
-            "confinement anyway, pass --unsafe-no-sandbox (read the instructors' page first).")
+            "confinement anyway, pass --unsafe-no-sandbox (read the instructors' page first)."
+        )
     cmd = [*bwrap_command(limits or Limits()), "/bin/true"]
     run = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if run.returncode != 0:
@@ -427,5 +567,5 @@ def check_available(limits: Limits | None = None) -> None:
             "`sudo sysctl user.max_user_namespaces=15000`, or on Ubuntu 24.04 "
             "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`; inside a container, run it "
             "with user namespaces allowed (e.g. docker --security-opt seccomp=unconfined). "
-            "--unsafe-no-sandbox grades without confinement (read the instructors' page first).")
-
+            "--unsafe-no-sandbox grades without confinement (read the instructors' page first)."
+        )

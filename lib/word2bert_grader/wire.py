@@ -30,8 +30,10 @@ from safetensors.torch import save as save_tensors
 
 MAX_DEPTH = 64
 MAX_HEADER = 8 * 2**20  # JSON becomes Python objects many times its size: kept well under the tensors' cap
-_DTYPES = {name: getattr(torch, name) for name in (
-    "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")}
+_DTYPES = {
+    name: getattr(torch, name)
+    for name in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+}
 
 
 class WireError(Exception):
@@ -86,8 +88,10 @@ class Encoder:
             return self.encode(value.item(), depth)
         if self.handle is not None:
             return self.handle(value)
-        raise TypeError(f"cannot send a {type(value).__name__} to student code (data only: tensors, "
-                        "numbers, strings, lists, tuples, dicts, random.Random, torch.Generator)")
+        raise TypeError(
+            f"cannot send a {type(value).__name__} to student code (data only: tensors, "
+            "numbers, strings, lists, tuples, dicts, random.Random, torch.Generator)"
+        )
 
 
 def frame_bytes(header: dict, tensors: dict[str, torch.Tensor] | None = None) -> bytes:
@@ -189,8 +193,13 @@ class Decoder:
                 raise WireError("a random.Random state has three parts")
             rng = random.Random()
             try:
-                rng.setstate((_int(state[0]), tuple(_int(v) for v in _items(state[1])),
-                              None if state[2] is None else float(state[2])))
+                rng.setstate(
+                    (
+                        _int(state[0]),
+                        tuple(_int(v) for v in _items(state[1])),
+                        None if state[2] is None else float(state[2]),
+                    )
+                )
             except (ValueError, TypeError, OverflowError) as error:
                 raise WireError(f"bad random.Random state ({error})") from None
             return rng

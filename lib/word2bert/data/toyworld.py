@@ -40,6 +40,7 @@ from .toyworld_grammar import (
 
 # --- generated examples ----------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Sentence:
     """A generated sentence with gold part-of-speech tags and the sense of every polysemous occurrence."""
@@ -115,8 +116,9 @@ def _tag_of(word: str, template: str) -> str:
     try:
         return TAGS[word]
     except KeyError:
-        raise KeyError(f"no part-of-speech tag for {word!r} in template {template!r}: add it to TAGS "
-                       "or write it as word/TAG") from None
+        raise KeyError(
+            f"no part-of-speech tag for {word!r} in template {template!r}: add it to TAGS or write it as word/TAG"
+        ) from None
 
 
 def _a_an(tokens: list[str]) -> None:
@@ -184,8 +186,9 @@ class ToyWorld:
                 out.append(SenseOccurrence(s.tokens, i, word, f"{word}.{sense}", cue, t))
         return out
 
-    def iter_documents(self, split: str = "train", min_sentences: int = 3,
-                       max_sentences: int = 8) -> Iterator[list[Sentence]]:
+    def iter_documents(
+        self, split: str = "train", min_sentences: int = 3, max_sentences: int = 8
+    ) -> Iterator[list[Sentence]]:
         """Endless short documents, each about one topic and one person; a polysemous word is drawn in the
         sense that fits the topic. Reviews and people's profiles make documents too."""
         rng = self._rng("documents", split)
@@ -223,8 +226,12 @@ class ToyWorld:
         good, bad = LEXICON["pos_adj"][1], LEXICON["neg_adj"][1]
         same, other = (good, bad) if label == 1 else (bad, good)
         things = LEXICON["review_thing"][1]
-        fixed = {"adj": rng.choice(same), "nadj": rng.choice(other), "nadj2": rng.choice(other),
-                 "review_thing2": rng.choice(things)}
+        fixed = {
+            "adj": rng.choice(same),
+            "nadj": rng.choice(other),
+            "nadj2": rng.choice(other),
+            "review_thing2": rng.choice(things),
+        }
         template = rng.choice(SENTIMENT_TEMPLATES[split])
         for slot, value in fixed.items():
             template = template.replace("{" + slot + "}", value + "/ADJ" if "adj" in slot else value + "/NOUN")
@@ -250,10 +257,18 @@ class ToyWorld:
             name, name2 = rng.sample(names, 2)
             place, place2 = rng.sample(places, 2)
             obj, obj2 = rng.sample(LEXICON[objects][1], 2)
-            values = {"name": name + "/PROPN", "name2": name2 + "/PROPN", "place": place + "/NOUN",
-                      "place2": place2 + "/NOUN", "obj": obj + "/NOUN", "obj2": obj2 + "/NOUN",
-                      "verb": past + "/VERB", "verb_base": base + "/VERB", "pron": rng.choice(("she", "he")),
-                      "day": rng.choice(LEXICON["day"][1]) + "/NOUN"}
+            values = {
+                "name": name + "/PROPN",
+                "name2": name2 + "/PROPN",
+                "place": place + "/NOUN",
+                "place2": place2 + "/NOUN",
+                "obj": obj + "/NOUN",
+                "obj2": obj2 + "/NOUN",
+                "verb": past + "/VERB",
+                "verb_base": base + "/VERB",
+                "pron": rng.choice(("she", "he")),
+                "day": rng.choice(LEXICON["day"][1]) + "/NOUN",
+            }
             premise = self.fill("{name} {verb} the {obj} in the {place} .".format(**values), rng)
             hypothesis = self.fill(rng.choice(NLI_TEMPLATES[label][split]).format(**values), rng)
             out.append(NLIPair(premise.tokens, hypothesis.tokens, NLI_LABELS.index(label)))
@@ -269,7 +284,7 @@ class ToyWorld:
         for fact in facts:
             template = QA_FACTS[fact][0][split]
             item = next(i for i in template.split() if i.startswith("{answer:"))
-            slots = item[len("{answer:"):-1].split("+")
+            slots = item[len("{answer:") : -1].split("+")
             answer = tuple(fixed.get(slot) or rng.choice(LEXICON[slot][1]) for slot in slots)
             tagged = " ".join(f"{w}/{LEXICON[slot][0]}" for w, slot in zip(answer, slots))
             sentences.append(self.fill(template.replace(item, tagged), rng, fixed))
@@ -295,7 +310,7 @@ class ToyWorld:
             passage = [w for s in sentences for w in s.tokens]
             target, ans = answers[fact]
             offset = sum(len(s.tokens) for s in sentences[: sentences.index(target)])
-            start = offset + next(i for i in range(len(target.tokens)) if target.tokens[i:i + len(ans)] == ans)
+            start = offset + next(i for i in range(len(target.tokens)) if target.tokens[i : i + len(ans)] == ans)
             question = QA_FACTS[fact][1][questions].replace("{name}", a).replace("{pet}", fixed["pet"])
             question = " ".join(item.split("/")[0] for item in question.split())  # drop explicit tags
             out.append(QAExample(tuple(passage), tuple(question.split()), start, start + len(ans) - 1))
@@ -305,4 +320,3 @@ class ToyWorld:
         """Every word the grammar can produce."""
         words = {w for _, ws in LEXICON.values() for w in ws} | set(TAGS)
         return words
-

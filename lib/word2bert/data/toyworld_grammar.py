@@ -11,27 +11,135 @@ from __future__ import annotations
 # --- the lexicon: slot name -> (tag, words) -------------------------------------------------------------------
 
 LEXICON: dict[str, tuple[str, tuple[str, ...]]] = {
-    "name": ("PROPN", ("alice", "bob", "carol", "dave", "emma", "frank", "grace", "henry", "ivy", "jack",
-                       "kate", "liam", "mia", "noah", "olivia", "peter", "rose", "sam", "tom", "uma",
-                       "victor", "wendy", "zoe", "oscar")),
-    "animal": ("NOUN", ("cat", "dog", "owl", "fox", "rabbit", "horse", "cow", "snake", "hawk", "squirrel",
-                        "wolf", "deer", "goat", "duck")),
+    "name": (
+        "PROPN",
+        (
+            "alice",
+            "bob",
+            "carol",
+            "dave",
+            "emma",
+            "frank",
+            "grace",
+            "henry",
+            "ivy",
+            "jack",
+            "kate",
+            "liam",
+            "mia",
+            "noah",
+            "olivia",
+            "peter",
+            "rose",
+            "sam",
+            "tom",
+            "uma",
+            "victor",
+            "wendy",
+            "zoe",
+            "oscar",
+        ),
+    ),
+    "animal": (
+        "NOUN",
+        (
+            "cat",
+            "dog",
+            "owl",
+            "fox",
+            "rabbit",
+            "horse",
+            "cow",
+            "snake",
+            "hawk",
+            "squirrel",
+            "wolf",
+            "deer",
+            "goat",
+            "duck",
+        ),
+    ),
     "pet": ("NOUN", ("cat", "dog", "rabbit", "parrot", "hamster", "turtle", "goldfish", "puppy", "kitten")),
     "petname": ("PROPN", ("max", "bella", "luna", "charlie", "milo", "daisy", "rocky", "coco", "ziggy", "pepper")),
-    "food": ("NOUN", ("cheese", "bread", "soup", "cake", "rice", "salad", "pasta", "pie", "cookie", "sandwich",
-                      "pizza", "stew", "omelette", "curry")),
+    "food": (
+        "NOUN",
+        (
+            "cheese",
+            "bread",
+            "soup",
+            "cake",
+            "rice",
+            "salad",
+            "pasta",
+            "pie",
+            "cookie",
+            "sandwich",
+            "pizza",
+            "stew",
+            "omelette",
+            "curry",
+        ),
+    ),
     "fruit": ("NOUN", ("banana", "cherry", "grape", "pear", "orange", "peach", "plum", "lemon", "melon")),
     "device": ("NOUN", ("laptop", "keyboard", "monitor", "printer", "screen", "computer", "tablet", "phone")),
     "room": ("NOUN", ("kitchen", "garden", "barn", "attic", "cellar", "hallway", "shed", "garage")),
     "wild": ("NOUN", ("forest", "meadow", "valley", "hill", "marsh", "field", "woods", "canyon")),
     "water": ("NOUN", ("river", "stream", "creek", "lake")),
-    "city": ("PROPN", ("paris", "london", "tokyo", "rome", "cairo", "lima", "oslo", "boston", "denver",
-                       "madrid", "dublin", "vienna", "sydney", "toronto")),
+    "city": (
+        "PROPN",
+        (
+            "paris",
+            "london",
+            "tokyo",
+            "rome",
+            "cairo",
+            "lima",
+            "oslo",
+            "boston",
+            "denver",
+            "madrid",
+            "dublin",
+            "vienna",
+            "sydney",
+            "toronto",
+        ),
+    ),
     "color": ("ADJ", ("red", "blue", "green", "yellow", "black", "white", "brown", "gray", "purple")),
-    "job": ("NOUN", ("teacher", "doctor", "farmer", "banker", "engineer", "pilot", "nurse", "lawyer", "chef",
-                     "painter", "baker", "plumber", "writer", "dentist")),
-    "workplace": ("NOUN", ("school", "hospital", "farm", "office", "airport", "restaurant", "bakery", "library",
-                           "factory", "studio", "museum")),
+    "job": (
+        "NOUN",
+        (
+            "teacher",
+            "doctor",
+            "farmer",
+            "banker",
+            "engineer",
+            "pilot",
+            "nurse",
+            "lawyer",
+            "chef",
+            "painter",
+            "baker",
+            "plumber",
+            "writer",
+            "dentist",
+        ),
+    ),
+    "workplace": (
+        "NOUN",
+        (
+            "school",
+            "hospital",
+            "farm",
+            "office",
+            "airport",
+            "restaurant",
+            "bakery",
+            "library",
+            "factory",
+            "studio",
+            "museum",
+        ),
+    ),
     "vehicle": ("NOUN", ("car", "bike", "truck", "boat", "van", "scooter")),
     "size": ("ADJ", ("small", "big", "tiny", "huge", "little", "large")),
     "day": ("NOUN", ("morning", "evening", "night", "afternoon", "weekend")),
@@ -44,12 +152,45 @@ LEXICON: dict[str, tuple[str, tuple[str, ...]]] = {
     "firm": ("NOUN", ("company", "firm", "business")),
     "metal": ("NOUN", ("steel", "iron", "copper", "brass")),
     "number": ("NUM", ("two", "three", "four", "five", "six", "ten", "twelve")),
-    "pos_adj": ("ADJ", ("good", "great", "wonderful", "excellent", "lovely", "delicious", "fantastic",
-                        "pleasant", "superb", "charming")),
-    "neg_adj": ("ADJ", ("bad", "awful", "terrible", "horrible", "boring", "disgusting", "dreadful", "poor",
-                        "nasty", "dull")),
-    "review_thing": ("NOUN", ("movie", "book", "meal", "hotel", "concert", "show", "service", "room", "trip",
-                              "coffee", "soup", "game", "song", "play", "lesson")),
+    "pos_adj": (
+        "ADJ",
+        (
+            "good",
+            "great",
+            "wonderful",
+            "excellent",
+            "lovely",
+            "delicious",
+            "fantastic",
+            "pleasant",
+            "superb",
+            "charming",
+        ),
+    ),
+    "neg_adj": (
+        "ADJ",
+        ("bad", "awful", "terrible", "horrible", "boring", "disgusting", "dreadful", "poor", "nasty", "dull"),
+    ),
+    "review_thing": (
+        "NOUN",
+        (
+            "movie",
+            "book",
+            "meal",
+            "hotel",
+            "concert",
+            "show",
+            "service",
+            "room",
+            "trip",
+            "coffee",
+            "soup",
+            "game",
+            "song",
+            "play",
+            "lesson",
+        ),
+    ),
 }
 
 # Tags of the literal words in templates (Universal Dependencies tags). A word used with another tag somewhere is
@@ -57,47 +198,48 @@ LEXICON: dict[str, tuple[str, tuple[str, ...]]] = {
 _TAG_WORDS = {
     "DET": "the a an this that some every any another each no all which",
     "PRON": "she he they it we i you them us its their his her my our someone something nothing anything "
-            "nobody everyone what",
+    "nobody everyone what",
     "ADP": "about across after along at before behind by down for from in inside into like near of off on onto "
-           "out over past through to under with than as",
+    "out over past through to under with than as",
     "AUX": "is was were are did does could",
     "PART": "not",
     "CCONJ": "and but or",
     "SCONJ": "because while when although if",
     "ADV": "so also mostly only well tightly twice again away back honestly really quite too very never always "
-           "early enough upside best where",
+    "early enough upside best where",
     "NUM": "one two",
     "PUNCT": ". , ? !",
     "ADJ": "angry broken brown clear clever cold dark deep distant famous far fast favorite final fresh giant "
-           "good grassy gray green hard heavy huge hungry juicy last little local long loud low muddy new next "
-           "nocturnal old red ripe rotten rough rusty sharp small sour steep sweet tall thick tiny warm wet white "
-           "whole wild wireless wooden more other bright",
+    "good grassy gray green hard heavy huge hungry juicy last little local long loud low muddy new next "
+    "nocturnal old red ripe rotten rough rusty sharp small sour steep sweet tall thick tiny warm wet white "
+    "whole wild wireless wooden more other bright",
     "VERB": "acted agreed announced approved arrived asked ate baked began bloom bloomed bought bounced brought "
-            "build builds built burned burning called came carried catch caught chased cheered cleaned clicked "
-            "closed coiled cooked counted covered deposit deposited died drifted drive drives dropped eat emptied "
-            "ended fell fished fixed flew flooded fly folded forgot found gave gets grew grow had has have heard "
-            "hid hire hired hit hunt hunted jump keep kept lasted launched lay learned left lifted likes live "
-            "lives load looked lost loves made makes met move moved named needed needs nested nests opened "
-            "operated orbits paddled paid peel peeled picked planted played plays plugged poked practiced "
-            "praised pressed protects pulled put puzzled raised ran read reeled released rise rose rumbled said "
-            "sang sat saved saw say scared scored scratched scrolled set signed shone sleeping slept smiled "
-            "snapped sold solved sounded spread squeaked started stood stopped struck studied swam swung "
-            "thought took touched trained held liked tugged tuned used waited walked watched watered went woke won wrote work works "
-            "broke lit own",
+    "build builds built burned burning called came carried catch caught chased cheered cleaned clicked "
+    "closed coiled cooked counted covered deposit deposited died drifted drive drives dropped eat emptied "
+    "ended fell fished fixed flew flooded fly folded forgot found gave gets grew grow had has have heard "
+    "hid hire hired hit hunt hunted jump keep kept lasted launched lay learned left lifted likes live "
+    "lives load looked lost loves made makes met move moved named needed needs nested nests opened "
+    "operated orbits paddled paid peel peeled picked planted played plays plugged poked practiced "
+    "praised pressed protects pulled put puzzled raised ran read reeled released rise rose rumbled said "
+    "sang sat saved saw say scared scored scratched scrolled set signed shone sleeping slept smiled "
+    "snapped sold solved sounded spread squeaked started stood stopped struck studied swam swung "
+    "thought took touched trained held liked tugged tuned used waited walked watched watered went woke won wrote "
+    "work works "
+    "broke lit own",
     "NOUN": "account afternoon amplifier animal answer apple assembly astronomers autograph ball band bank bark "
-            "basket bass bat batter beam beams bees bill birds boat book bottom branches buttons cable camera "
-            "candle canoe car cargo cars cash cat cave check cheese city class clock clouds concert construction "
-            "core crane crate crowd crumbs cursor dawn desk dinner director dog drummer duck dusk email end "
-            "engineer engineers exam factory fans feathers field film fire fish flashlight flowers food friend "
-            "galaxy game garden glow goal grades greenhouse growl headquarters hole icon idea inning insects "
-            "interest investors job keyboard kitchen lake lamp laptop leaves leg library light line loan lure "
-            "machines market marsh match mattress metal minute money moon morning mortgage moss mouse movie mud "
-            "name neighbors nest news night notes office orchard page parts pen pet phone phones pie planet "
-            "plant port pot premiere prize problem products puppy puzzle question rain reeds referee rhythm "
-            "robbers rod savings school score screen seeds shares shift ship site sky smoke sofa soil song "
-            "spring stadium stage star steel stock storm stove strings student sun sunlight table tail teacher "
-            "team telescope teller tickets tower trap tree trees trophy trunk tulips usb vault vehicle water "
-            "window wings winter wood workers year years jobs",
+    "basket bass bat batter beam beams bees bill birds boat book bottom branches buttons cable camera "
+    "candle canoe car cargo cars cash cat cave check cheese city class clock clouds concert construction "
+    "core crane crate crowd crumbs cursor dawn desk dinner director dog drummer duck dusk email end "
+    "engineer engineers exam factory fans feathers field film fire fish flashlight flowers food friend "
+    "galaxy game garden glow goal grades greenhouse growl headquarters hole icon idea inning insects "
+    "interest investors job keyboard kitchen lake lamp laptop leaves leg library light line loan lure "
+    "machines market marsh match mattress metal minute money moon morning mortgage moss mouse movie mud "
+    "name neighbors nest news night notes office orchard page parts pen pet phone phones pie planet "
+    "plant port pot premiere prize problem products puppy puzzle question rain reeds referee rhythm "
+    "robbers rod savings school score screen seeds shares shift ship site sky smoke sofa soil song "
+    "spring stadium stage star steel stock storm stove strings student sun sunlight table tail teacher "
+    "team telescope teller tickets tower trap tree trees trophy trunk tulips usb vault vehicle water "
+    "window wings winter wood workers year years jobs",
 }
 TAGS: dict[str, str] = {w: tag for tag, words in _TAG_WORDS.items() for w in words.split()}
 POS_TAGS: tuple[str, ...] = tuple(sorted(set(TAGS.values()) | {"PROPN"}))
@@ -376,40 +518,110 @@ POLYSEMES: dict[str, tuple[str, ...]] = {w: tuple(s) for w, s in SENSE_TEMPLATES
 
 # Which topic (document domain) each sense belongs to, and plain sentences of each topic.
 SENSE_TOPIC = {
-    "mouse.animal": "home", "mouse.computer": "tech", "bank.river": "river", "bank.finance": "money",
-    "bright.smart": "school", "bright.light": "sky", "apple.fruit": "food", "apple.company": "tech",
-    "bat.animal": "wildlife", "bat.sport": "sports", "bass.fish": "river", "bass.music": "music",
-    "crane.bird": "wildlife", "crane.machine": "industry", "spring.season": "garden", "spring.coil": "home",
-    "star.sky": "sky", "star.celebrity": "film", "plant.vegetation": "garden", "plant.factory": "industry",
-    "bark.tree": "garden", "bark.dog": "home", "match.fire": "home", "match.game": "sports",
+    "mouse.animal": "home",
+    "mouse.computer": "tech",
+    "bank.river": "river",
+    "bank.finance": "money",
+    "bright.smart": "school",
+    "bright.light": "sky",
+    "apple.fruit": "food",
+    "apple.company": "tech",
+    "bat.animal": "wildlife",
+    "bat.sport": "sports",
+    "bass.fish": "river",
+    "bass.music": "music",
+    "crane.bird": "wildlife",
+    "crane.machine": "industry",
+    "spring.season": "garden",
+    "spring.coil": "home",
+    "star.sky": "sky",
+    "star.celebrity": "film",
+    "plant.vegetation": "garden",
+    "plant.factory": "industry",
+    "bark.tree": "garden",
+    "bark.dog": "home",
+    "match.fire": "home",
+    "match.game": "sports",
 }
 TOPIC_TEMPLATES: dict[str, list[str]] = {
-    "home": ["{name} cleaned the {room} in the {day} .", "the {pet} slept in the {room} .",
-             "{name} cooked {food} for dinner .", "the {room} was cold and dark ."],
-    "tech": ["{name} fixed the {device} at the office .", "the {device} was new and fast .",
-             "{name} wrote an email on the {device} .", "the screen of the {device} was broken ."],
-    "river": ["the {water} was cold and deep .", "{name} paddled a canoe down the {water} .",
-              "fish swam in the {water} .", "the rain made the {water} rise ."],
-    "money": ["{name} saved money for a new {vehicle} .", "the {job} paid the bill in cash .",
-              "{name} counted the money twice .", "the loan was paid back in {number} years ."],
-    "school": ["the teacher gave the class a hard exam .", "{name} studied for the exam all {day} .",
-               "the {person} read a book in the library .", "{name} learned to read at school ."],
-    "sky": ["the sky was clear over the {wild} .", "{name} looked at the moon at night .",
-            "clouds covered the sky in the {day} .", "the sun rose over the {wild} ."],
-    "food": ["{name} ate {food} and a {fruit} .", "the {food} was warm and fresh .",
-             "{name} bought a {fruit} at the market .", "we baked a {food} in the kitchen ."],
-    "wildlife": ["the {animal} hid in the {wild} .", "{name} saw a {animal} near the {water} .",
-                 "the {animal} slept in the {wild} at night .", "birds nested in the {tree} ."],
-    "sports": ["the team trained on the field in the {day} .", "{name} scored a goal in the {game} game .",
-               "the crowd cheered in the stadium .", "{name} plays {game} every {day} ."],
-    "music": ["the band played a song on the stage .", "{name} plays the {instrument} very well .",
-              "the crowd sang along with the band .", "{name} practiced the {instrument} all {day} ."],
-    "industry": ["the workers built a tower in {city} .", "the factory made steel parts .",
-                 "{name} works as an engineer at the site .", "the machines were loud and heavy ."],
-    "garden": ["{name} planted seeds in the garden .", "the {tree} grew tall in the garden .",
-               "flowers grew near the {tree} .", "{name} watered the garden in the {day} ."],
-    "film": ["the director made a new movie in {city} .", "{name} watched a movie with a friend .",
-             "the film won a prize .", "the fans waited in line for tickets ."],
+    "home": [
+        "{name} cleaned the {room} in the {day} .",
+        "the {pet} slept in the {room} .",
+        "{name} cooked {food} for dinner .",
+        "the {room} was cold and dark .",
+    ],
+    "tech": [
+        "{name} fixed the {device} at the office .",
+        "the {device} was new and fast .",
+        "{name} wrote an email on the {device} .",
+        "the screen of the {device} was broken .",
+    ],
+    "river": [
+        "the {water} was cold and deep .",
+        "{name} paddled a canoe down the {water} .",
+        "fish swam in the {water} .",
+        "the rain made the {water} rise .",
+    ],
+    "money": [
+        "{name} saved money for a new {vehicle} .",
+        "the {job} paid the bill in cash .",
+        "{name} counted the money twice .",
+        "the loan was paid back in {number} years .",
+    ],
+    "school": [
+        "the teacher gave the class a hard exam .",
+        "{name} studied for the exam all {day} .",
+        "the {person} read a book in the library .",
+        "{name} learned to read at school .",
+    ],
+    "sky": [
+        "the sky was clear over the {wild} .",
+        "{name} looked at the moon at night .",
+        "clouds covered the sky in the {day} .",
+        "the sun rose over the {wild} .",
+    ],
+    "food": [
+        "{name} ate {food} and a {fruit} .",
+        "the {food} was warm and fresh .",
+        "{name} bought a {fruit} at the market .",
+        "we baked a {food} in the kitchen .",
+    ],
+    "wildlife": [
+        "the {animal} hid in the {wild} .",
+        "{name} saw a {animal} near the {water} .",
+        "the {animal} slept in the {wild} at night .",
+        "birds nested in the {tree} .",
+    ],
+    "sports": [
+        "the team trained on the field in the {day} .",
+        "{name} scored a goal in the {game} game .",
+        "the crowd cheered in the stadium .",
+        "{name} plays {game} every {day} .",
+    ],
+    "music": [
+        "the band played a song on the stage .",
+        "{name} plays the {instrument} very well .",
+        "the crowd sang along with the band .",
+        "{name} practiced the {instrument} all {day} .",
+    ],
+    "industry": [
+        "the workers built a tower in {city} .",
+        "the factory made steel parts .",
+        "{name} works as an engineer at the site .",
+        "the machines were loud and heavy .",
+    ],
+    "garden": [
+        "{name} planted seeds in the garden .",
+        "the {tree} grew tall in the garden .",
+        "flowers grew near the {tree} .",
+        "{name} watered the garden in the {day} .",
+    ],
+    "film": [
+        "the director made a new movie in {city} .",
+        "{name} watched a movie with a friend .",
+        "the film won a prize .",
+        "the fans waited in line for tickets .",
+    ],
 }
 TOPICS: tuple[str, ...] = tuple(TOPIC_TEMPLATES)
 
@@ -439,47 +651,88 @@ SENTIMENT_TEMPLATES: dict[str, list[str]] = {
 NLI_TEMPLATES = {
     # premise: "{name} {verb} the {obj} in the {place} ."
     "entailment": {
-        "train": ["{name} {verb} the {obj} .", "someone {verb} the {obj} in the {place} .",
-                  "{name} {verb} something in the {place} .", "{name} was in the {place} ."],
+        "train": [
+            "{name} {verb} the {obj} .",
+            "someone {verb} the {obj} in the {place} .",
+            "{name} {verb} something in the {place} .",
+            "{name} was in the {place} .",
+        ],
         "heldout": ["someone {verb} something .", "{name} {verb} a {obj} ."],
     },
     "contradiction": {
-        "train": ["{name} did not {verb_base} the {obj} .", "nobody {verb} the {obj} in the {place} .",
-                  "{name} {verb} the {obj} in the {place2} .", "{name} was never in the {place} ."],
+        "train": [
+            "{name} did not {verb_base} the {obj} .",
+            "nobody {verb} the {obj} in the {place} .",
+            "{name} {verb} the {obj} in the {place2} .",
+            "{name} was never in the {place} .",
+        ],
         "heldout": ["{name} never {verb} anything .", "{name} {verb} nothing at all ."],
     },
     "neutral": {
-        "train": ["{name} {verb} the {obj} because {pron} was hungry .", "{name} also {verb} a {obj2} .",
-                  "{name} likes the {place} .", "{name2} {verb} the {obj} in the {place} ."],
+        "train": [
+            "{name} {verb} the {obj} because {pron} was hungry .",
+            "{name} also {verb} a {obj2} .",
+            "{name} likes the {place} .",
+            "{name2} {verb} the {obj} in the {place} .",
+        ],
         "heldout": ["{name} {verb} the {obj} with a friend .", "{name} {verb} the {obj} in the {day} ."],
     },
 }
 NLI_LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 NLI_EVENTS = [  # (past tense, base form, objects)
-    ("ate", "eat", "food"), ("cooked", "cook", "food"), ("fixed", "fix", "device"), ("cleaned", "clean", "device"),
-    ("painted", "paint", "vehicle"), ("washed", "wash", "vehicle"), ("fed", "feed", "pet"), ("found", "find", "pet"),
-    ("bought", "buy", "fruit"), ("peeled", "peel", "fruit"),
+    ("ate", "eat", "food"),
+    ("cooked", "cook", "food"),
+    ("fixed", "fix", "device"),
+    ("cleaned", "clean", "device"),
+    ("painted", "paint", "vehicle"),
+    ("washed", "wash", "vehicle"),
+    ("fed", "feed", "pet"),
+    ("found", "find", "pet"),
+    ("bought", "buy", "fruit"),
+    ("peeled", "peel", "fruit"),
 ]
 
 QA_FACTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     # fact -> ({split: passage sentence}, {split: question}); the answer is the span filled by the {answer} slot.
     # Held-out passage sentences state the same fact in a new order, with words the training sentences use; the
     # held-out questions use new words too ("city", "own"), which no training text connects with the fact.
-    "city": ({"train": "{name} lives in {answer:city} .", "heldout": "{answer:city} is where {name} lives ."},
-             {"train": "where does {name} live ?", "heldout": "in which city does {name} live ?"}),
-    "job": ({"train": "{name} works as a {answer:job} at the {workplace} .",
-             "heldout": "at the {workplace} , {name} works as a {answer:job} ."},
-            {"train": "what does {name} work as ?", "heldout": "what is the job of {name} ?"}),
-    "vehicle": ({"train": "{name} drives a {answer:color+vehicle} to work/NOUN .",
-                 "heldout": "to work/NOUN , {name} drives a {answer:color+vehicle} ."},
-                {"train": "what does {name} drive ?", "heldout": "which vehicle does {name} own ?"}),
-    "food": ({"train": "the favorite food of {name} is {answer:food} .",
-              "heldout": "{answer:food} is the favorite food of {name} ."},
-             {"train": "what is the favorite food of {name} ?", "heldout": "which food does {name} like/VERB best ?"}),
-    "pet": ({"train": "{name} has a {answer:pet} named {petname} .",
-             "heldout": "a {answer:pet} named {petname} lives with {name} ."},
-            {"train": "what pet does {name} have ?", "heldout": "which animal does {name} keep as a pet ?"}),
-    "petname": ({"train": "the {pet} of {name} is called {answer:petname} .",
-                 "heldout": "{name} has a {pet} called {answer:petname} ."},
-                {"train": "what is the name of the {pet} of {name} ?", "heldout": "what is the {pet} of {name} called ?"}),
+    "city": (
+        {"train": "{name} lives in {answer:city} .", "heldout": "{answer:city} is where {name} lives ."},
+        {"train": "where does {name} live ?", "heldout": "in which city does {name} live ?"},
+    ),
+    "job": (
+        {
+            "train": "{name} works as a {answer:job} at the {workplace} .",
+            "heldout": "at the {workplace} , {name} works as a {answer:job} .",
+        },
+        {"train": "what does {name} work as ?", "heldout": "what is the job of {name} ?"},
+    ),
+    "vehicle": (
+        {
+            "train": "{name} drives a {answer:color+vehicle} to work/NOUN .",
+            "heldout": "to work/NOUN , {name} drives a {answer:color+vehicle} .",
+        },
+        {"train": "what does {name} drive ?", "heldout": "which vehicle does {name} own ?"},
+    ),
+    "food": (
+        {
+            "train": "the favorite food of {name} is {answer:food} .",
+            "heldout": "{answer:food} is the favorite food of {name} .",
+        },
+        {"train": "what is the favorite food of {name} ?", "heldout": "which food does {name} like/VERB best ?"},
+    ),
+    "pet": (
+        {
+            "train": "{name} has a {answer:pet} named {petname} .",
+            "heldout": "a {answer:pet} named {petname} lives with {name} .",
+        },
+        {"train": "what pet does {name} have ?", "heldout": "which animal does {name} keep as a pet ?"},
+    ),
+    "petname": (
+        {
+            "train": "the {pet} of {name} is called {answer:petname} .",
+            "heldout": "{name} has a {pet} called {answer:petname} .",
+        },
+        {"train": "what is the name of the {pet} of {name} ?", "heldout": "what is the {pet} of {name} called ?"},
+    ),
 }

@@ -42,8 +42,9 @@ class Vocab:
     def build(cls, sentences: Iterable[Iterable[str]], min_count: int = 1, max_size: int | None = None) -> Vocab:
         """Count words; keep those seen at least ``min_count`` times, at most ``max_size`` entries in all."""
         counter = Counter(w for s in sentences for w in s)
-        words = sorted((w for w, c in counter.items() if c >= min_count and w not in cls.SPECIALS),
-                       key=lambda w: (-counter[w], w))
+        words = sorted(
+            (w for w, c in counter.items() if c >= min_count and w not in cls.SPECIALS), key=lambda w: (-counter[w], w)
+        )
         if max_size is not None:
             words = words[: max(0, max_size - len(cls.SPECIALS))]
         return cls(list(cls.SPECIALS) + words, [0] * len(cls.SPECIALS) + [counter[w] for w in words])

@@ -16,12 +16,14 @@ def make_parser(doc: str | None, checkpoint: Path, num_tokens: int) -> tuple[arg
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     groups = {name: p.add_argument_group(name) for name in ("data", "model", "training", "output")}
     groups["data"].add_argument("--num-tokens", type=int, default=num_tokens, help="words of pre-training text")
-    groups["data"].add_argument("--wordnet-fraction", type=float, default=0.25,
-                                help="share of WordNet glosses and examples")
+    groups["data"].add_argument(
+        "--wordnet-fraction", type=float, default=0.25, help="share of WordNet glosses and examples"
+    )
     groups["training"].add_argument("--seed", type=int, default=0)
     groups["training"].add_argument("--device", default=None, help="cuda, mps or cpu (default: the best available)")
-    groups["training"].add_argument("--threads", type=int, default=None,
-                                    help="CPU threads (1 is fastest on a machine whose cores other jobs share)")
+    groups["training"].add_argument(
+        "--threads", type=int, default=None, help="CPU threads (1 is fastest on a machine whose cores other jobs share)"
+    )
     groups["output"].add_argument("--out", type=Path, default=checkpoint, help="the checkpoint (.safetensors)")
     groups["output"].add_argument("--no-card", action="store_true", help="do not write the model card")
     return p, groups

@@ -68,7 +68,9 @@ def split_documents(args: argparse.Namespace) -> tuple[list, list]:
 def build_data(args: argparse.Namespace, progress: bool = True):
     """The WordPiece tokenizer, the training and held-out documents as piece ids, and the training words."""
     train_docs, eval_docs = split_documents(args)
-    tokenizer = WordPieceTokenizer.train((" ".join(s) for d in train_docs for s in d), args.vocab_size, progress=progress)
+    tokenizer = WordPieceTokenizer.train(
+        (" ".join(s) for d in train_docs for s in d), args.vocab_size, progress=progress
+    )
     words = sum(len(s) for d in train_docs for s in d)
     return tokenizer, tokenize_documents(tokenizer, train_docs), tokenize_documents(tokenizer, eval_docs), words
 
@@ -97,10 +99,14 @@ def main(argv: list[str] | None = None) -> dict:
     started = time.time()
     tokenizer, train_ids, eval_ids, num_words = build_data(args, progress=rank == 0)
     config = BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=args.hidden, num_hidden_layers=args.layers,
-        num_attention_heads=args.heads, intermediate_size=4 * args.hidden,
-        max_position_embeddings=args.max_seq_length, dropout=args.dropout,
-    )  # fmt: skip
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=args.hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        intermediate_size=4 * args.hidden,
+        max_position_embeddings=args.max_seq_length,
+        dropout=args.dropout,
+    )
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     model = BertForPreTraining(config, tokenizer)
     evals, losses, train_configs, num_instances = [], [], [], []
@@ -110,9 +116,12 @@ def main(argv: list[str] | None = None) -> dict:
         warmup_steps = args.warmup_steps if i == 0 else max(1, steps // 10)
         train_config = PretrainConfig(
             train=TrainConfig(steps=steps, lr=args.lr, warmup_steps=warmup_steps, schedule="linear"),
-            batch_size=args.batch_size, whole_word_mask=args.whole_word_mask, eval_every=args.eval_every,
-            checkpoint_every=args.checkpoint_every, seed=args.seed + i,
-        )  # fmt: skip
+            batch_size=args.batch_size,
+            whole_word_mask=args.whole_word_mask,
+            eval_every=args.eval_every,
+            checkpoint_every=args.checkpoint_every,
+            seed=args.seed + i,
+        )
         result = pretrain(model, train, tokenizer, train_config, held_out, device, lambda m: bert.save(m, args.out))
         evals += [{**e, "step": e["step"] + len(losses), "seq_length": length} for e in result.evals]
         losses += result.losses
@@ -175,7 +184,8 @@ def write_card(args: argparse.Namespace, config: BertConfig, train_configs: list
         configuration=[
             *(f"Phase {i + 1}, {n} pieces: `{c}`" for i, ((n, _), c) in enumerate(zip(phases(args), train_configs))),
             "AdamW with weight-decay groups, linear warm-up then linear decay in each phase, gradient clipping at 1.0.",
-            f"Ran on {metrics['world_size']} process(es), device `{metrics['device']}`, in {metrics['minutes']:.1f} min.",
+            f"Ran on {metrics['world_size']} process(es), device `{metrics['device']}`, "
+            f"in {metrics['minutes']:.1f} min.",
         ],
         script="word2bert.scripts.pretrain_bert",
         argv=sys.argv[1:],

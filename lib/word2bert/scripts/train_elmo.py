@@ -77,15 +77,22 @@ def main(argv: list[str] | None = None) -> dict:
     held_out = [s for d in ToyWorld(args.seed).corpus(max(2000, args.num_tokens // 20), "heldout") for s in d]
     vocab = Vocab.build(sentences, min_count=args.min_count, max_size=args.vocab_size)
     config = ElmoConfig(
-        vocab_size=len(vocab), max_characters=args.max_characters, filters=parse_filters(args.filters),
-        dim=args.dim, cell_dim=args.cell_dim, dropout=args.dropout,
-    )  # fmt: skip
+        vocab_size=len(vocab),
+        max_characters=args.max_characters,
+        filters=parse_filters(args.filters),
+        dim=args.dim,
+        cell_dim=args.cell_dim,
+        dropout=args.dropout,
+    )
     model = BiLM(config, vocab).to(device)
     steps_per_epoch = (len(sentences) + args.batch_size - 1) // args.batch_size
     train_config = TrainConfig(
-        steps=max(1, round(args.epochs * steps_per_epoch)), lr=args.lr, weight_decay=0.0,
-        warmup_steps=min(args.warmup_steps, steps_per_epoch), schedule="cosine",
-    )  # fmt: skip
+        steps=max(1, round(args.epochs * steps_per_epoch)),
+        lr=args.lr,
+        weight_decay=0.0,
+        warmup_steps=min(args.warmup_steps, steps_per_epoch),
+        schedule="cosine",
+    )
     initial = elmo.perplexity(model, held_out)
     history = elmo.train(model, sentences, train_config, args.batch_size, seed=args.seed, device=device)
     train_minutes = (time.time() - started) / 60
@@ -113,49 +120,65 @@ def main(argv: list[str] | None = None) -> dict:
     return metrics
 
 
-def write_card(args: argparse.Namespace, argv: list[str], config: ElmoConfig, train_config: TrainConfig,
-               metrics: dict) -> Path:
+def write_card(
+    args: argparse.Namespace, argv: list[str], config: ElmoConfig, train_config: TrainConfig, metrics: dict
+) -> Path:
     """``elmo.md`` next to the checkpoint: data, configuration, the exact command, metrics."""
     ppl, first = metrics["perplexity"], metrics["initial_perplexity"]
     return save_card(
         args.out,
         name="ELMo",
-        summary=("Loaded by `word2bert.elmo.pretrained()`: a `BiLM` (character CNN, forward and backward 2-layer LSTM "
-                 "language models, shared softmax) with its word vocabulary in the checkpoint's metadata. "
-                 "`embed_sentence(tokens)` gives 3 layers: the token layer, LSTM 1 and LSTM 2. For teaching only."),
+        summary=(
+            "Loaded by `word2bert.elmo.pretrained()`: a `BiLM` (character CNN, forward and backward 2-layer LSTM "
+            "language models, shared softmax) with its word vocabulary in the checkpoint's metadata. "
+            "`embed_sentence(tokens)` gives 3 layers: the token layer, LSTM 1 and LSTM 2. For teaching only."
+        ),
         data=[
-            (f"{metrics['train_words']:,} words in {metrics['sentences']:,} sentences from "
-             f"`word2bert.data.pretraining_documents({args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, "
-             f"seed={args.seed})`: the toy world's training templates plus WordNet 3.0 glosses and usage examples "
-             "(toy world only when WordNet is absent)."),
-            (f"Output vocabulary: {metrics['vocab_size']:,} words seen at least {args.min_count} times (with the "
-             "special tokens); the character encoder reads UTF-8 bytes, so it needs no vocabulary."),
+            (
+                f"{metrics['train_words']:,} words in {metrics['sentences']:,} sentences from "
+                f"`word2bert.data.pretraining_documents({args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, "
+                f"seed={args.seed})`: the toy world's training templates plus WordNet 3.0 glosses and usage examples "
+                "(toy world only when WordNet is absent)."
+            ),
+            (
+                f"Output vocabulary: {metrics['vocab_size']:,} words seen at least {args.min_count} times (with the "
+                "special tokens); the character encoder reads UTF-8 bytes, so it needs no vocabulary."
+            ),
         ],
         config=config,
         parameters=metrics["parameters"],
         configuration=[
-            (f"Training: `{train_config}`, batch {args.batch_size} sentences, {args.epochs} epochs; AdamW, linear "
-             "warm-up then cosine decay, gradient clipping at 1.0."),
-            (f"Device `{metrics['device']}`: {metrics['train_minutes']:.1f} minutes of data and training, "
-             f"{metrics['minutes']:.1f} minutes with evaluation."),
+            (
+                f"Training: `{train_config}`, batch {args.batch_size} sentences, {args.epochs} epochs; AdamW, linear "
+                "warm-up then cosine decay, gradient clipping at 1.0."
+            ),
+            (
+                f"Device `{metrics['device']}`: {metrics['train_minutes']:.1f} minutes of data and training, "
+                f"{metrics['minutes']:.1f} minutes with evaluation."
+            ),
         ],
         script="word2bert.scripts.train_elmo",
         argv=argv,
         metrics=[
             f"Final training loss (mean of both directions, last 10% of steps): {metrics['final_train_loss']:.3f}",
-            (f"Perplexity on documents of held-out toy-world templates: forward {ppl['forward']:.1f}, backward "
-             f"{ppl['backward']:.1f}, mean {ppl['mean']:.1f} (untrained: {first['mean']:.0f})"),
+            (
+                f"Perplexity on documents of held-out toy-world templates: forward {ppl['forward']:.1f}, backward "
+                f"{ppl['backward']:.1f}, mean {ppl['mean']:.1f} (untrained: {first['mean']:.0f})"
+            ),
         ],
         probes={
             f"Probe {name} ({p['seeds']} seed(s), per layer, held-out)": p for name, p in metrics["probes"].items()
         },
         notes=[
-            ("Sense probes label each occurrence with the nearest sense centroid (on the toy world chance is 0.5 and a "
-             "static vector such as layer 0 scores exactly 0.5); the WordNet probe is leave-one-out over usage "
-             "examples, with 2 or more senses per word. The POS probe is a "
-             "linear classifier. Re-running the command on a CPU reproduces the probes within ±0.05 and the "
-             "perplexity within about 10%: thread counts and optimizer kernels change the order of floating-point "
-             "sums, and with dropout the run drifts from there. The test suite trains only a tiny configuration."),
+            (
+                "Sense probes label each occurrence with the nearest sense centroid (on the toy world chance is 0.5 "
+                "and a "
+                "static vector such as layer 0 scores exactly 0.5); the WordNet probe is leave-one-out over usage "
+                "examples, with 2 or more senses per word. The POS probe is a "
+                "linear classifier. Re-running the command on a CPU reproduces the probes within ±0.05 and the "
+                "perplexity within about 10%: thread counts and optimizer kernels change the order of floating-point "
+                "sums, and with dropout the run drifts from there. The test suite trains only a tiny configuration."
+            ),
         ],
     )
 

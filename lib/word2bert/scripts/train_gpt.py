@@ -75,27 +75,30 @@ def main(argv: list[str] | None = None) -> dict:
         ),
     }
     order = torch.randperm(len(train_windows), generator=generator)
-    batches = [
-        train_windows[order[i : i + args.batch_size]] for i in range(0, len(order), args.batch_size)
-    ]
+    batches = [train_windows[order[i : i + args.batch_size]] for i in range(0, len(order), args.batch_size)]
 
     config = GPTConfig(
-        vocab_size=tokenizer.vocab_size, block_size=args.block_size, n_layer=args.layers, n_head=args.heads,
-        n_embd=args.hidden, dropout=args.dropout, post_ln=args.post_ln,
-    )  # fmt: skip
+        vocab_size=tokenizer.vocab_size,
+        block_size=args.block_size,
+        n_layer=args.layers,
+        n_head=args.heads,
+        n_embd=args.hidden,
+        dropout=args.dropout,
+        post_ln=args.post_ln,
+    )
     model = GPT(config, tokenizer)
     train_config = TrainConfig(
-        steps=args.steps, lr=args.lr, weight_decay=args.weight_decay, betas=(0.9, 0.95),
-        warmup_steps=args.warmup_steps, schedule="cosine",
-    )  # fmt: skip
+        steps=args.steps,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        betas=(0.9, 0.95),
+        warmup_steps=args.warmup_steps,
+        schedule="cosine",
+    )
     model.to(device)
-    initial = {
-        name: evaluate(model, data, args.batch_size, device) for name, data in held_out.items()
-    }
+    initial = {name: evaluate(model, data, args.batch_size, device) for name, data in held_out.items()}
     history = train(model, batches, lambda m, b: m.loss(b), train_config, device, desc="GPT")
-    final = {
-        name: evaluate(model, data, args.batch_size, device) for name, data in held_out.items()
-    }
+    final = {name: evaluate(model, data, args.batch_size, device) for name, data in held_out.items()}
     gpt.save(model, args.out)
 
     tail = history[-max(1, len(history) // 10) :]
@@ -118,15 +121,11 @@ def main(argv: list[str] | None = None) -> dict:
         from word2bert.probes import sense_probe
 
         metrics["probes"] = {
-            cue: {"mean": r.mean, "std": r.std}
-            for cue in ("left", "right")
-            for r in [sense_probe(model, cue=cue)]
+            cue: {"mean": r.mean, "std": r.std} for cue in ("left", "right") for r in [sense_probe(model, cue=cue)]
         }
     if not args.no_card:
         write_card(args, argv, config, train_config, metrics, model)
-    print(
-        json.dumps({k: metrics[k] for k in ("final_train_loss", "loss", "perplexity", "minutes")})
-    )
+    print(json.dumps({k: metrics[k] for k in ("final_train_loss", "loss", "perplexity", "minutes")}))
     return metrics
 
 
@@ -152,7 +151,8 @@ def write_card(
         ),
         data=[
             f"{metrics['train_words']:,} words of training documents from `word2bert.data.pretraining_documents("
-            f"{args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, seed={args.seed})`: the toy world's training "
+            f"{args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, seed={args.seed})`: "
+            "the toy world's training "
             "templates plus WordNet 3.0 glosses and usage examples (toy world only when WordNet is absent); "
             f"{args.eval_fraction:.0%} of the documents held out.",
             f"Byte-level BPE vocabulary of {metrics['vocab_size']} tokens (256 bytes, `{ENDOFTEXT}`, merges) trained "
