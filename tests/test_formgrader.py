@@ -337,7 +337,7 @@ def test_formgrader_shows_each_submissions_score(signed_in, lab):
     scores = {r[1]: r[4] for r in rows}  # Student ID -> Score
     # Every test passed for alice; her written answers wait for the instructor.
     assert scores == {"alice": f"{tests:g} / {top:g}", "bob": f"0 / {top:g}"}, rows
-    assert all("graded" in r for r in rows), rows
+    assert all("needs manual grading" in r for r in rows), f"the written answers wait for the instructor: {rows}"
     screenshot(driver, "formgrader-submissions.png")
     assert not severe(driver)
 

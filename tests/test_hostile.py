@@ -42,7 +42,7 @@ from test_grading import grade_id, release_nb, solution_code, solution_nb
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "grading"
 RUN_TIMEOUT = 1500  # s, the main `make autograde`
-STALL_LIMIT = 110  # s, the course whose sandbox stops reading: a grader without a write deadline hangs
+STALL_LIMIT = 400  # s: each stalled cell ends at its own limit (03-gpt: 280 s of test limits), the backstop at 1120 s
 GRADER_RSS_LIMIT = 2 * 2**30  # bytes: a trusted grader process bigger than this was blown up by a reply
 
 pytestmark = pytest.mark.slow
@@ -1203,7 +1203,9 @@ def test_kernel_hooks_spoof_nothing_and_are_reported_as_tampering(graded):
     assert any(line.startswith("test_skipgram_pairs_visible ... PASSED") for line in text.splitlines()), (
         "the attack cell ran (its fake output is shown)"
     )
-    assert "Score: 0 / 11" in text, "the page's score is the grader's, not the one the cell printed"
+    assert f"Score: 0 / {full('01-word2vec'):g}" in text, (
+        "the page's score is the grader's, not the one the cell printed"
+    )
     # unsafe: visible tests that passed only in the patched kernel go unnoticed by the instructor
     section = graded.run["stdout"].split("Tampering suspected", 1)
     assert len(section) == 2 and "hooks/01-word2vec" in section[1].split("\n\n")[0], graded.run["stdout"][-4000:]
