@@ -448,7 +448,7 @@ def test_a_written_answer_is_graded_by_hand_and_counted(signed_in, lab, course):
     cells = wait_for(driver, SCORED_CELLS, "the scored cells")
     (answer,) = [c for c in cells if c["needsManual"]]
     assert "100^0.75" in answer["text"], "formgrader shows the student's written answer"
-    driver.execute_script("""const box = [...document.querySelectorAll('input.score.needs_manual_grade')][0];
+    driver.execute_script("""const box = window.writtenBox = document.querySelector('input.score.needs_manual_grade');
         box.closest('.cell').scrollIntoView({block: 'center'});
         box.value = '2'; box.dispatchEvent(new Event('change', {bubbles: true}));""")
     given = wait_for(
@@ -461,6 +461,8 @@ def test_a_written_answer_is_graded_by_hand_and_counted(signed_in, lab, course):
         "the hand score saved in the gradebook",
     )
     assert given == 2, given
+    driver.execute_script("""$("body, html").stop();  // formgrader's own scroll to the top, after MathJax
+        window.writtenBox.closest('.cell').scrollIntoView({block: 'center'});""")
     time.sleep(0.5)
     screenshot(driver, "formgrader-written.png")
     assert not [m for m in severe(driver) if CDN_MATHJAX not in m]

@@ -35,8 +35,9 @@ FIXTURES = ROOT / "tests" / "fixtures" / "grading"
 ASSIGNMENTS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 # An answer that may call another student function: its tests also fail when that one is wrong. A key
 # need not be an answer: test_gpt_writes_... is exercise 3's text from three answers, test_pretraining_run
-# exercise 4's with two.
+# exercise 4's with two, test_skipgram_training_... exercise 1's vectors from three.
 DEPENDS = {
+    "skipgram_training": {"skipgram_pairs", "noise_distribution", "sgns_loss"},
     "build_pair_input": {"truncate_pair"},
     "gpt_writes": {"multi_head_causal_attention", "sample_next_token", "top_p_filter"},
     "pretraining": {"mask_tokens", "make_nsp_pairs"},
