@@ -1,5 +1,6 @@
 """Our GPT against Hugging Face's GPT-2 (same weights, same logits and generations), the KV cache, causality."""
 
+import copy
 import math
 
 import pytest
@@ -9,7 +10,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from word2bert import gpt
+from word2bert import gpt, metrics
 from word2bert.bpe import BPETokenizer
 from word2bert.gpt import GPT, GPTConfig, from_hf, sample_next
 from word2bert.training import TrainConfig, train
@@ -94,6 +95,41 @@ def test_greedy_generation_of_20_tokens_equals_hf(hf, ours):
     prompts, pmask = ids[:2, :8], mask[:2, :8]
     expected = hf.generate(prompts, attention_mask=pmask, max_new_tokens=20, do_sample=False, pad_token_id=0)
     assert torch.equal(ours.generate(prompts, 20, attention_mask=pmask, greedy=True), expected)
+
+
+def test_beam_search_equals_hf(hf, ours):
+    for seed, beams in ((0, 2), (1, 4), (3, 8)):  # prompts where beam search and greedy decoding disagree
+        prompt = torch.randint(0, 257, (1, 4), generator=torch.Generator().manual_seed(seed))
+        expected = hf.generate(prompt, max_new_tokens=12, num_beams=beams, do_sample=False, pad_token_id=0)
+        found = gpt.beam_search(ours, prompt, 12, num_beams=beams)
+        assert torch.equal(found, expected)
+        greedy = ours.generate(prompt, 12, greedy=True)
+        assert not torch.equal(found, greedy)
+        assert gpt.continuation_nll(ours, found, 4) < gpt.continuation_nll(ours, greedy, 4)
+
+
+def test_beam_search_with_one_beam_is_greedy_and_with_every_path_is_exact(ours):
+    prompt = torch.tensor([[5, 6, 7]])
+    assert torch.equal(gpt.beam_search(ours, prompt, 10, num_beams=1), ours.generate(prompt, 10, greedy=True))
+    # Three new tokens from a vocabulary cut to 6 (the rest masked out): 36 beams keep every path of two steps,
+    # so the third step sees every path of three and must find the most likely one, as brute force does.
+    cut = copy.deepcopy(ours)
+    bias = torch.full((ours.config.vocab_size,), float("-inf"))
+    bias[:6] = 0
+    cut.lm_head.register_forward_hook(lambda module, inputs, logits: logits + bias)
+    found = gpt.beam_search(cut, prompt, 3, num_beams=36)
+    paths = torch.cartesian_prod(*[torch.arange(6)] * 3)
+    nll = gpt.continuation_nll(cut, torch.cat([prompt.expand(len(paths), -1), paths], dim=1), prompt.size(1))
+    assert torch.equal(found[0, 3:], paths[nll.argmin()])
+
+
+def test_continuation_nll_is_the_language_model_loss_of_the_continuation(ours):
+    ids, _ = batch_with_padding()
+    torch.testing.assert_close(gpt.continuation_nll(ours, ids[:1], 1)[0], ours.loss(ids[:1]), **TOL)
+    with torch.no_grad():
+        logprobs = ours(ids[:2, :6]).log_softmax(-1)
+    by_hand = -(logprobs[:, 3, :].gather(-1, ids[:2, 4:5]) + logprobs[:, 4, :].gather(-1, ids[:2, 5:6])) / 2
+    torch.testing.assert_close(gpt.continuation_nll(ours, ids[:2, :6], 4), by_hand.squeeze(-1), **TOL)
 
 
 def test_kv_cache_gives_the_logits_of_the_full_sequence(ours):
@@ -220,3 +256,11 @@ def test_embed_sentence_pools_pieces_and_sees_only_the_left_context(trained):
     assert word_ids.count(1) > 1
     states = torch.cat(model.hidden_states(torch.tensor([ids])))
     torch.testing.assert_close(model.embed_sentence(["the", "catmat"])[:, 1], states[:, 1:].mean(dim=1))
+
+
+def test_distinct_n_and_repetition_count_n_grams():
+    assert metrics.distinct_n([["a", "b", "c"], ["a", "b", "d"]], 2) == 3 / 4  # ab bc ab bd: 3 different of 4
+    assert metrics.distinct_n([["a"], []], 2) == 0.0
+    assert metrics.repetition("a b a b a b".split(), 2) == pytest.approx(3 / 5)  # ab ba ab ba ab: 3 repeats
+    assert metrics.repetition("the cat sat on the mat".split(), 1) == pytest.approx(1 / 6)
+    assert metrics.repetition(list("abcdef"), 4) == 0.0 and metrics.repetition(["a"], 4) == 0.0

@@ -201,6 +201,42 @@ def sample_next(
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1).to(logits.device)
 
 
+@torch.no_grad()
+def beam_search(model: GPT, input_ids: torch.Tensor, max_new_tokens: int, num_beams: int = 4) -> torch.Tensor:
+    """The continuation of one prompt [1, T] that a beam of ``num_beams`` hypotheses finds most likely.
+
+    Each step extends every hypothesis by every token and keeps the ``num_beams`` best by summed log-probability.
+    There is no end-of-text stop, so every hypothesis has the same length and no length penalty is needed; with
+    ``num_beams=1`` this is greedy decoding. Returns [1, T + max_new_tokens].
+    """
+    if input_ids.size(0) != 1:
+        raise ValueError(f"beam_search continues one prompt at a time, got a batch of {input_ids.size(0)}")
+    model.eval()
+    cache = model.new_cache()
+    logits = model(input_ids, cache=cache)[:, -1]
+    beams, scores = input_ids, torch.zeros(1, device=input_ids.device)
+    for step in range(max_new_tokens):
+        candidates = scores[:, None] + logits.float().log_softmax(dim=-1)  # [beams, V]: each hypothesis + each token
+        scores, flat = candidates.flatten().topk(num_beams)
+        origin, token = flat // logits.size(-1), flat % logits.size(-1)
+        beams = torch.cat([beams[origin], token[:, None]], dim=1)
+        if step + 1 < max_new_tokens:
+            for layer in cache:  # the surviving hypotheses keep their parents' keys and values
+                layer.k, layer.v = layer.k[origin], layer.v[origin]
+            logits = model(token[:, None], cache=cache)[:, -1]
+    return beams[:1]  # topk sorts: the first is the best
+
+
+@torch.no_grad()
+def continuation_nll(model: GPT, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:
+    """Per sequence of ``ids`` [B, T], the mean negative log-likelihood of its tokens after the first
+    ``prompt_length``, each given all the tokens before it: exp() of it is the continuation's perplexity."""
+    model.eval()
+    logprobs = model(ids[:, :-1]).float().log_softmax(dim=-1)
+    token_logprobs = logprobs.gather(-1, ids[:, 1:, None]).squeeze(-1)
+    return -token_logprobs[:, prompt_length - 1 :].mean(dim=-1)
+
+
 # --- language-model data: documents as one token stream, cut into windows --------------------------------
 
 

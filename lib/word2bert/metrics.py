@@ -1,5 +1,5 @@
 """The scores fine-tuning reports: accuracy and macro-F1 for labels, SQuAD's exact match and span F1 for answers,
-and a mean ± standard deviation over runs (seeds)."""
+and a mean ± standard deviation over runs (seeds); and two measures of generated text, distinct-n and repetition."""
 
 from __future__ import annotations
 
@@ -38,6 +38,18 @@ def qa_scores(predicted: Sequence[tuple[str, ...]], gold: Sequence[tuple[str, ..
         "exact_match": accuracy([tuple(p) for p in predicted], [tuple(g) for g in gold]),
         "span_f1": sum(span_f1(p, g) for p, g in zip(predicted, gold)) / len(gold),
     }
+
+
+def distinct_n(texts: Sequence[Sequence], n: int) -> float:
+    """Distinct-n (Li et al. 2016): the share of all the texts' n-grams that are different from each other."""
+    grams = [tuple(t[i : i + n]) for t in texts for i in range(len(t) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else 0.0
+
+
+def repetition(text: Sequence, n: int = 4) -> float:
+    """seq-rep-n (Welleck et al. 2020): the share of a text's n-grams that repeat an earlier one in the same text."""
+    grams = [tuple(text[i : i + n]) for i in range(len(text) - n + 1)]
+    return 1 - len(set(grams)) / len(grams) if grams else 0.0
 
 
 def summarize(metrics: Sequence[dict[str, float]]) -> dict[str, tuple[float, float]]:
