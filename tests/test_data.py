@@ -1,5 +1,6 @@
 """The toy world, WordNet reader and vocabulary: determinism, splits, and the gold annotations' consistency."""
 
+import itertools
 from collections import Counter
 
 import pytest
@@ -241,3 +242,18 @@ def test_qa_test_splits_share_no_passage_with_the_training_examples():
     for passages, questions in (("train", "heldout"), ("heldout", "train"), ("heldout", "heldout")):
         test = ToyWorld(0).qa(200, passages, questions=questions)
         assert not {x.passage for x in test} & train, (passages, questions)
+
+
+def test_topic_documents_are_the_documents_with_their_topics():
+    world = ToyWorld(4)
+    pairs = list(itertools.islice(world.iter_topic_documents("train"), 400))
+    assert [d for _, d in pairs] == world.documents(400, "train")
+    topics = [t for t, _ in pairs]
+    assert set(topics) == set(toyworld_grammar.TOPICS) | {"reviews", "people"}, (
+        "every kind of document, and no other, in 400"
+    )
+    sky_words = {"sky", "moon", "sun", "clouds", "telescope", "night"}
+    share = {True: [], False: []}  # sentences that speak of the sky, in sky documents and in the others
+    for topic, document in pairs:
+        share[topic == "sky"] += [bool(sky_words & set(s.tokens)) for s in document]
+    assert sum(share[True]) / len(share[True]) > 0.5 > 0.1 > sum(share[False]) / len(share[False]), share

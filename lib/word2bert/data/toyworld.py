@@ -191,6 +191,12 @@ class ToyWorld:
     ) -> Iterator[list[Sentence]]:
         """Endless short documents, each about one topic and one person; a polysemous word is drawn in the
         sense that fits the topic. Reviews and people's profiles make documents too."""
+        return (document for _, document in self.iter_topic_documents(split, min_sentences, max_sentences))
+
+    def iter_topic_documents(
+        self, split: str = "train", min_sentences: int = 3, max_sentences: int = 8
+    ) -> Iterator[tuple[str, list[Sentence]]]:
+        """``iter_documents`` with each document's topic: one of ``TOPICS``, "reviews" or "people"."""
         rng = self._rng("documents", split)
         by_topic = {t: list(ts) if split == "train" else [] for t, ts in TOPIC_TEMPLATES.items()}
         for word, sense, _, t in _sense_templates(split):
@@ -200,12 +206,12 @@ class ToyWorld:
             kind = rng.choice(kinds)
             k = rng.randint(min_sentences, max_sentences)
             if kind == "reviews":
-                yield [self._sentiment_one(rng, split, rng.randint(0, 1)) for _ in range(k)]
+                yield kind, [self._sentiment_one(rng, split, rng.randint(0, 1)) for _ in range(k)]
             elif kind == "people":
-                yield self._profile(rng, rng.choice(LEXICON["name"][1]), split)[0][:k]
+                yield kind, self._profile(rng, rng.choice(LEXICON["name"][1]), split)[0][:k]
             else:
                 fixed = {"name": rng.choice(LEXICON["name"][1])}
-                yield [self.fill(rng.choice(by_topic[kind]), rng, fixed) for _ in range(k)]
+                yield kind, [self.fill(rng.choice(by_topic[kind]), rng, fixed) for _ in range(k)]
 
     def documents(self, n: int, split: str = "train") -> list[list[Sentence]]:
         """The first ``n`` documents of ``iter_documents``."""
