@@ -40,16 +40,19 @@ def qa_scores(predicted: Sequence[tuple[str, ...]], gold: Sequence[tuple[str, ..
     }
 
 
+def ngrams(text: Sequence, n: int) -> list[tuple]:
+    return [tuple(text[i : i + n]) for i in range(len(text) - n + 1)]
+
+
 def distinct_n(texts: Sequence[Sequence], n: int) -> float:
     """Distinct-n (Li et al. 2016): the share of all the texts' n-grams that are different from each other."""
-    grams = [tuple(t[i : i + n]) for t in texts for i in range(len(t) - n + 1)]
+    grams = [g for t in texts for g in ngrams(t, n)]
     return len(set(grams)) / len(grams) if grams else 0.0
 
 
 def repetition(text: Sequence, n: int = 4) -> float:
     """seq-rep-n (Welleck et al. 2020): the share of a text's n-grams that repeat an earlier one in the same text."""
-    grams = [tuple(text[i : i + n]) for i in range(len(text) - n + 1)]
-    return 1 - len(set(grams)) / len(grams) if grams else 0.0
+    return 1 - distinct_n([text], n) if len(text) >= n else 0.0
 
 
 def summarize(metrics: Sequence[dict[str, float]]) -> dict[str, tuple[float, float]]:
