@@ -10,7 +10,7 @@ PY_DIRS := lib tests benchmarks tools book/_ext book/_diagrams
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps book dist test test-fast release autograde checkpoints benchmarks lint clean
+.PHONY: help setup system-deps book dist test test-fast release autograde checkpoints experiments benchmarks lint clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -58,6 +58,9 @@ checkpoints: setup ## Retrain the committed checkpoints (ELMo, GPT, BERT); about
 	$(BIN)/python -m word2bert.scripts.train_elmo --threads 1
 	$(BIN)/python -m word2bert.scripts.train_gpt --probes --threads 1
 	$(BIN)/python -m word2bert.scripts.pretrain_bert --threads 1 --probes
+
+experiments: setup ## Re-run the committed experiments chapter 4 reports (MLM alone, + NSP, + SOP); half an hour on a CPU
+	$(BIN)/python -m word2bert.scripts.sentence_objectives --threads 1
 
 benchmarks: setup ## Run the benchmarks in benchmarks/ (installs gensim)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[bench]"

@@ -153,6 +153,48 @@ def test_nsp_instances_document_rule_lengths_and_balance(max_seq_length):
     assert not_next == 0.5, "the surplus of the larger class is dropped: labels are balanced"
 
 
+@pytest.mark.parametrize("max_seq_length", [16, 40, 128])
+def test_sop_instances_are_one_documents_text_in_or_out_of_order(max_seq_length):
+    """ALBERT's SOP: A and B are consecutive text of one document (each a contiguous run, even one-sentence
+    chunks); a negative is the same pair swapped, so B comes before A. About half are negatives."""
+    from word2bert.pretraining import SOP
+
+    docs = synthetic_documents()
+    instances = create_pretraining_instances(docs, max_seq_length, seed=1, dupe_factor=10, objective=SOP)
+    assert {x.tokens_a[0] // 1000 for x in instances} == set(range(len(docs))), "one-sentence documents too"
+    for x in instances:
+        assert x.tokens_a and x.tokens_b and len(x.tokens_a) + len(x.tokens_b) <= max_seq_length - 3
+        assert len({t // 1000 for t in x.tokens_a + x.tokens_b}) == 1, "SOP never takes text from another document"
+        for segment in (x.tokens_a, x.tokens_b):
+            assert segment == list(range(segment[0], segment[-1] + 1)), "each segment is contiguous text"
+        first, second = (x.tokens_b, x.tokens_a) if x.is_random_next else (x.tokens_a, x.tokens_b)
+        assert max(first) < min(second), "a positive is in the document's order, a negative is swapped"
+    assert sum(x.is_random_next for x in instances) / len(instances) == 0.5
+
+
+def test_mlm_alone_trains_no_sentence_classifier(tokenizer):
+    """MLM_ONLY: consecutive text only, every pair IsNext, and the loss is MLM's without a classifier term."""
+    from word2bert.bert import BertConfig, BertForPreTraining
+    from word2bert.pretraining import MLM_ONLY, SOP, PretrainingObjective
+
+    docs = synthetic_documents()
+    instances = create_pretraining_instances(docs, 40, seed=1, objective=MLM_ONLY)
+    assert instances and not any(x.is_random_next for x in instances)
+    assert all(max(x.tokens_a) < min(x.tokens_b) and x.tokens_a[0] // 1000 == x.tokens_b[0] // 1000 for x in instances)
+    torch.manual_seed(0)
+    config = BertConfig(len(tokenizer.vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2)
+    model = BertForPreTraining(config).eval()
+    a = tokenizer.encode_words("the cat sat on the mat".split()).input_ids[1:-1]
+    batch = PretrainingCollator(tokenizer, mlm_probability=0.3, seed=1)([PretrainingInstance(a, a[::-1], True)] * 4)
+    loss, mlm_logits, nsp_logits = PretrainingObjective(model, MLM_ONLY)(**batch)
+    chosen = batch["labels"] != -100
+    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(mlm_logits, batch["labels"][chosen]))
+    with_sop = PretrainingObjective(model, SOP)(**batch)[0]
+    torch.testing.assert_close(
+        with_sop - loss, torch.nn.functional.cross_entropy(nsp_logits, batch["next_sentence_label"])
+    )
+
+
 def test_nsp_needs_two_documents():
     with pytest.raises(ValueError, match="two documents"):
         create_pretraining_instances([[[1, 2], [3, 4]], [], [[]]], 32)

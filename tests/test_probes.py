@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from word2bert.data import SenseOccurrence
+from word2bert.data import POS_TAGS, SenseOccurrence, ToyWorld
 from word2bert.embedding import mean_pool_pieces
-from word2bert.probes import linear_probe_accuracy, nearest_sense_accuracy, pos_probe, sense_probe
+from word2bert.probes import control_tags, linear_probe_accuracy, nearest_sense_accuracy, pos_probe, sense_probe
 
 
 class Static:
@@ -64,6 +64,36 @@ def test_pos_probe_shapes_and_static_vectors_learn_tags():
     result = pos_probe(Static(16), seeds=(0,), n_train=60, n_test=60)
     assert result.scores.shape == (1, 1)
     assert result.mean[0] > 0.5, "a word's identity predicts its tag most of the time"
+
+
+class TagOnly:
+    """A vector that says a word's part of speech and nothing about which word it is."""
+
+    def embed_sentence(self, tokens):
+        tags = {tuple(s.tokens): s.tags for s in self.sentences}[tuple(tokens)]
+        return torch.nn.functional.one_hot(torch.tensor([POS_TAGS.index(t) for t in tags]), len(POS_TAGS))[None].float()
+
+
+def test_control_task_gives_each_word_one_tag_drawn_from_the_tag_distribution():
+    sentences = ToyWorld(0).sentences(300, "train")
+    tags = control_tags(sentences, seed=1)
+    assert set(tags) == {w for s in sentences for w in s.tokens} and tags == control_tags(sentences, seed=1)
+    assert tags != control_tags(sentences, seed=2), "another seed, another random assignment"
+    real = torch.bincount(torch.tensor([POS_TAGS.index(t) for s in sentences for t in s.tags]), minlength=len(POS_TAGS))
+    drawn = torch.bincount(torch.tensor(list(tags.values())), minlength=len(POS_TAGS))
+    assert set(drawn.nonzero().flatten().tolist()) <= set(real.nonzero().flatten().tolist())
+
+
+def test_selectivity_tells_word_identity_from_part_of_speech():
+    """Word-identity vectors learn the control task as well as POS (selectivity near 0, as Hewitt and Liang
+    warn); vectors that only say the part of speech score full marks on POS and far less on the control task."""
+    static = [pos_probe(Static(32), seeds=(0,), n_train=100, n_test=100, control=c).mean[0] for c in (False, True)]
+    assert static[1] > 0.6 and abs(static[0] - static[1]) < 0.1, static
+    tag_only = TagOnly()
+    world = ToyWorld(0)
+    tag_only.sentences = [*world.sentences(100, "train"), *world.sentences(100, "heldout")]
+    pos, control = (pos_probe(tag_only, seeds=(0,), n_train=100, n_test=100, control=c).mean[0] for c in (False, True))
+    assert pos == 1.0 and control < 0.6, (pos, control)
 
 
 def test_mean_pool_pieces_averages_and_skips_specials():

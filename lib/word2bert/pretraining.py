@@ -3,7 +3,9 @@
 Two tasks teach the encoder. Masked language modelling (MLM): 15% of the pieces are chosen; 80% of those become
 [MASK], 10% a random piece, 10% stay as they are, and the model predicts the original of each chosen piece.
 Next-sentence prediction (NSP): the input is ``[CLS] A [SEP] B [SEP]`` and the model says whether B followed A
-in the same document (IsNext, label 0) or was taken from another document (NotNext, label 1).
+in the same document (IsNext, label 0) or was taken from another document (NotNext, label 1). The sentence task
+is an object (``SentenceObjective``): ALBERT's sentence-order prediction (``SOP``, A and B swapped as negatives)
+and RoBERTa's MLM alone (``MLM_ONLY``) are the alternatives to ``NSP``.
 
 Instances are built as the reference implementation's ``create_pretraining_data.py`` builds them: segments of
 several sentences up to a target length, a random B from another document half of the time (the sentences that
@@ -86,7 +88,8 @@ def mask_tokens(
 
 @dataclass
 class PretrainingInstance:
-    """One NSP example before masking: segment A, segment B (lists of piece ids) and whether B is random."""
+    """One sentence-pair example before masking: segment A, segment B (lists of piece ids) and whether the pair is
+    a negative of the sentence objective (for NSP, B from another document; for SOP, A and B swapped)."""
 
     tokens_a: list[int]
     tokens_b: list[int]
@@ -124,22 +127,100 @@ def build_pair_input(
     return input_ids, token_type_ids
 
 
+class SentenceObjective:
+    """The sentence-level task beside MLM, learnt by the classifier on [CLS] (``BertForPreTraining.nsp``): which
+    pairs it must tell from a true continuation. ``NSP``, ``SOP`` and ``MLM_ONLY`` are the three there are.
+
+    ``pair`` turns a chunk of consecutive sentences, cut after sentence ``a_end``, into ``(A, B, is_negative,
+    sentences used)``; the chunk's unused sentences go back for the next instance.
+    """
+
+    name = ""  # as the book's tables print it
+    task = ""  # the classifier's task, as its accuracy is printed
+    trained = True  # whether the classifier's cross-entropy is added to MLM's
+
+    def pair(self, chunk, a_end, documents, document_index, target_length, rng) -> tuple[list, list, bool, int]:
+        raise NotImplementedError
+
+    @staticmethod
+    def contiguous(chunk, a_end, rng) -> tuple[list, list]:
+        """A and B, the chunk before and after the cut; a one-sentence chunk is cut inside its sentence."""
+        if len(chunk) == 1 and len(chunk[0]) >= 2:
+            cut = rng.randint(1, len(chunk[0]) - 1)
+            return list(chunk[0][:cut]), list(chunk[0][cut:])
+        return [t for s in chunk[:a_end] for t in s], [t for s in chunk[a_end:] for t in s]
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class NextSentencePrediction(SentenceObjective):
+    """BERT's NSP: half of the time (always for a one-sentence chunk) B is taken from a random *other* document,
+    from a random sentence on, up to the target length; the chunk's sentences after A are put back."""
+
+    name, task = "MLM + NSP", "NSP"
+
+    def pair(self, chunk, a_end, documents, document_index, target_length, rng):
+        tokens_a = [t for s in chunk[:a_end] for t in s]
+        if len(chunk) == 1 or rng.random() < 0.5:
+            tokens_b: list[int] = []
+            other = rng.randrange(len(documents) - 1)
+            other += other >= document_index  # uniform over the other documents, never this one
+            random_document = documents[other]
+            for sentence in random_document[rng.randrange(len(random_document)) :]:
+                tokens_b += sentence
+                if len(tokens_b) >= target_length - len(tokens_a):
+                    break
+            return tokens_a, tokens_b, True, a_end
+        return tokens_a, [t for s in chunk[a_end:] for t in s], False, len(chunk)
+
+
+class SentenceOrderPrediction(SentenceObjective):
+    """ALBERT's SOP (Lan et al. 2020, section 4.2): A and B are always consecutive text of one document, and half
+    of the time they are swapped. Topic gives nothing away, so only coherence and order can. (ALBERT's script
+    falls back to another document for a one-sentence chunk; here it is cut inside its sentence, so that every
+    negative is a swap.)"""
+
+    name, task = "MLM + SOP", "SOP"
+
+    def pair(self, chunk, a_end, documents, document_index, target_length, rng):
+        tokens_a, tokens_b = self.contiguous(chunk, a_end, rng)
+        if rng.random() < 0.5:
+            return tokens_b, tokens_a, True, len(chunk)
+        return tokens_a, tokens_b, False, len(chunk)
+
+
+class MaskedLMOnly(SentenceObjective):
+    """No sentence-level task, as RoBERTa (Liu et al. 2019): the same [CLS] A [SEP] B [SEP] inputs, always
+    consecutive text, and the loss is MLM's alone (the [CLS] classifier is left untrained)."""
+
+    name, task = "MLM alone", "[CLS] head (untrained)"
+    trained = False
+
+    def pair(self, chunk, a_end, documents, document_index, target_length, rng):
+        return *self.contiguous(chunk, a_end, rng), False, len(chunk)
+
+
+NSP, SOP, MLM_ONLY = NextSentencePrediction(), SentenceOrderPrediction(), MaskedLMOnly()
+
+
 def create_instances_from_document(
     documents: Sequence[Sequence[Sequence[int]]],
     document_index: int,
     max_seq_length: int,
     rng: random.Random,
     short_seq_prob: float = 0.1,
+    objective: SentenceObjective = NSP,
 ) -> list[PretrainingInstance]:
-    """NSP instances from one document, as the reference ``create_instances_from_document``.
+    """Sentence-pair instances from one document, as the reference ``create_instances_from_document``.
 
     Sentences are gathered into a chunk until it reaches a target length (``max_seq_length - 3``, or with
     probability ``short_seq_prob`` a shorter random one, so fine-tuning's short inputs are not new). A random
-    split of the chunk gives A; B is the rest of the chunk, or (half of the time, and always when the chunk is one
-    sentence) sentences from a random *other* document, in which case the chunk's unused sentences are put back.
-    ``documents`` hold non-empty sentences of piece ids; at least two documents are needed.
+    split of the chunk gives A, and ``objective`` makes B (for NSP: the rest of the chunk, or half of the time
+    sentences from a random *other* document, in which case the chunk's unused sentences are put back).
+    ``documents`` hold non-empty sentences of piece ids; NSP needs at least two documents.
     """
-    if len(documents) < 2:
+    if objective is NSP and len(documents) < 2:
         raise ValueError("next-sentence prediction needs at least two documents (B may come from another one)")
     document = documents[document_index]
     max_num_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
@@ -156,24 +237,13 @@ def create_instances_from_document(
         chunk_length += len(document[i])
         if i == len(document) - 1 or chunk_length >= target_seq_length:
             a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-            tokens_a = [t for s in chunk[:a_end] for t in s]
-            is_random_next = len(chunk) == 1 or rng.random() < 0.5
-            tokens_b: list[int] = []
-            if is_random_next:
-                target_b_length = target_seq_length - len(tokens_a)
-                other = rng.randrange(len(documents) - 1)
-                other += other >= document_index  # uniform over the other documents, never this one
-                random_document = documents[other]
-                for sentence in random_document[rng.randrange(len(random_document)) :]:
-                    tokens_b += sentence
-                    if len(tokens_b) >= target_b_length:
-                        break
-                i -= len(chunk) - a_end  # put the unused sentences back
-            else:
-                tokens_b = [t for s in chunk[a_end:] for t in s]
+            tokens_a, tokens_b, negative, used = objective.pair(
+                chunk, a_end, documents, document_index, target_seq_length, rng
+            )
+            i -= len(chunk) - used  # put the unused sentences back
             tokens_a, tokens_b = truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
             if tokens_a and tokens_b:
-                instances.append(PretrainingInstance(tokens_a, tokens_b, is_random_next))
+                instances.append(PretrainingInstance(tokens_a, tokens_b, negative))
             chunk, chunk_length = [], 0
         i += 1
     return instances
@@ -185,13 +255,15 @@ def create_pretraining_instances(
     seed: int = 0,
     short_seq_prob: float = 0.1,
     dupe_factor: int = 1,
+    objective: SentenceObjective = NSP,
 ) -> list[PretrainingInstance]:
-    """Instances from every document (``dupe_factor`` passes with different splits), shuffled with ``seed``.
+    """Instances of ``objective`` from every document (``dupe_factor`` passes with different splits), shuffled
+    with ``seed``.
 
     Empty sentences and documents are dropped first. On short documents like ours the reference procedure makes
     more NotNext than IsNext instances (one-sentence chunks are always NotNext, and the sentences put back after a
     NotNext make further instances): 58-62% NotNext. The surplus of the larger class is dropped at random, so
-    NSP's labels are balanced and always guessing NotNext scores 50%.
+    NSP's labels are balanced and always guessing NotNext scores 50% (SOP's, nearly balanced already, too).
     """
     docs = [[list(s) for s in d if len(s)] for d in documents]
     docs = [d for d in docs if d]
@@ -200,8 +272,11 @@ def create_pretraining_instances(
         instance
         for _ in range(dupe_factor)
         for index in range(len(docs))
-        for instance in create_instances_from_document(docs, index, max_seq_length, rng, short_seq_prob)
+        for instance in create_instances_from_document(docs, index, max_seq_length, rng, short_seq_prob, objective)
     ]
+    if not objective.trained:
+        rng.shuffle(instances)
+        return instances
     by_label = [[x for x in instances if not x.is_random_next], [x for x in instances if x.is_random_next]]
     n = min(map(len, by_label))
     instances = [x for group in by_label for x in rng.sample(group, n)]
@@ -295,6 +370,7 @@ class PretrainConfig:
     eval_every: int = 200  # MLM and NSP accuracy on the evaluation instances (0: only at the end)
     checkpoint_every: int = 0  # steps between checkpoints (0: only at the end)
     seed: int = 0
+    objective: SentenceObjective = NSP  # the instances' sentence objective: its loss is added to MLM's if trained
 
 
 @dataclass
@@ -307,14 +383,14 @@ class PretrainResult:
 
 
 class PretrainingObjective(nn.Module):
-    """BERT's pre-training loss, MLM cross-entropy + NSP cross-entropy, with the MLM head run on the masked
-    positions only, as the reference implementation's ``gather_indexes``: on every position, the [B, T, V] logits
-    would cost a small model a third of its compute. Wrapping this module (not the model) in DDP keeps every
-    parameter in sync. Returns (loss, MLM logits [N_masked, V], NSP logits [B, 2])."""
+    """BERT's pre-training loss, MLM cross-entropy + the sentence objective's (NSP's unless told), with the MLM
+    head run on the masked positions only, as the reference implementation's ``gather_indexes``: on every
+    position, the [B, T, V] logits would cost a small model a third of its compute. Wrapping this module (not the
+    model) in DDP keeps every parameter in sync. Returns (loss, MLM logits [N_masked, V], NSP logits [B, 2])."""
 
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: nn.Module, sentence: SentenceObjective = NSP):
         super().__init__()
-        self.model = model
+        self.model, self.sentence = model, sentence
 
     def forward(self, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
         out = self.model.bert(input_ids, token_type_ids, attention_mask)
@@ -322,6 +398,8 @@ class PretrainingObjective(nn.Module):
         mlm_logits = self.model.mlm(out.last_hidden_state[chosen]).float()
         nsp_logits = self.model.nsp(out.pooler_output).float()
         mlm = F.cross_entropy(mlm_logits, labels[chosen], reduction="sum") / chosen.sum().clamp(min=1)
+        if not self.sentence.trained:
+            return mlm, mlm_logits, nsp_logits
         return mlm + F.cross_entropy(nsp_logits, next_sentence_label), mlm_logits, nsp_logits
 
 
@@ -331,12 +409,18 @@ def autocast(device: torch.device):
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, batches: Sequence[dict], device: str | torch.device | None = None) -> dict:
-    """Loss, MLM accuracy (over masked pieces) and NSP accuracy on already masked batches."""
+def evaluate(
+    model: nn.Module,
+    batches: Sequence[dict],
+    device: str | torch.device | None = None,
+    sentence: SentenceObjective = NSP,
+) -> dict:
+    """Loss (MLM + ``sentence``'s), MLM accuracy (over masked pieces) and the [CLS] classifier's accuracy on the
+    batches' pair labels (``nsp_accuracy``, whatever objective made them) on already masked batches."""
     device = resolve(device)
     was_training = model.training
     model.eval()
-    objective = PretrainingObjective(model)
+    objective = PretrainingObjective(model, sentence)
     loss = mlm_hits = mlm_total = nsp_hits = nsp_total = 0.0
     for batch in batches:
         batch = to_device(batch, device)
@@ -414,7 +498,7 @@ def pretrain(
         raise ValueError(f"batch_size={config.batch_size} does not split over {world_size} ranks")
     torch.manual_seed(config.seed)  # the same dropout on a single process; DDP keeps ranks' weights equal anyway
     model.to(device)
-    objective = PretrainingObjective(model)
+    objective = PretrainingObjective(model, config.objective)
     if world_size > 1:
         objective = DistributedDataParallel(objective, device_ids=[device.index] if device.type == "cuda" else None)
     dataset = PretrainingDataset(instances)
@@ -440,11 +524,11 @@ def pretrain(
             return  # the other ranks hold the same weights
         last = step == steps
         if evaluation and (last or config.eval_every and step % config.eval_every == 0):
-            result.evals.append({"step": step, **evaluate(model, evaluation, device)})
+            result.evals.append({"step": step, **evaluate(model, evaluation, device, config.objective)})
             e = result.evals[-1]
             tqdm.write(
                 f"step {step}: loss {e['loss']:.3f}, MLM accuracy {e['mlm_accuracy']:.3f}"
-                f", NSP accuracy {e['nsp_accuracy']:.3f}"
+                f", {config.objective.task} accuracy {e['nsp_accuracy']:.3f}"
             )
         if save and (last or config.checkpoint_every and step % config.checkpoint_every == 0):
             save(model)

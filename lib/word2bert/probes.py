@@ -4,6 +4,8 @@
   then label each test occurrence with the nearest sense by cosine (the nearest-neighbour method of Peters et al.
   2018, section 5.3). A static vector is the same in every sentence, so it scores at chance.
 * Part-of-speech probe: a linear classifier (multinomial logistic regression) on frozen vectors of one layer.
+  Its control task (Hewitt and Liang 2019) gives every word type a random tag instead; the gap between the two
+  accuracies, the probe's selectivity, says how much of its score the layer's vectors, not the probe, earn.
 
 Both are scored on held-out templates and repeated over seeds: ``mean ± std``.
 """
@@ -109,13 +111,25 @@ def wordnet_sense_probe(model: Embedder, occurrences: Sequence[SenseOccurrence])
     return ProbeResult("sense (WordNet)", torch.tensor([scores]))
 
 
-def _tagged_features(model: Embedder, sentences) -> tuple[torch.Tensor, torch.Tensor]:
+def _tagged_features(model: Embedder, sentences, control: dict[str, int] | None = None):
+    """[num_layers + 1, N, D] vectors of every word and their N tags (the control task's, if given)."""
     feats, tags = [], []
     with torch.no_grad():
         for s in sentences:
             feats.append(model.embed_sentence(list(s.tokens)).float().cpu())
-            tags += [POS_TAGS.index(t) for t in s.tags]
+            tags += [control[w] if control else POS_TAGS.index(t) for w, t in zip(s.tokens, s.tags)]
     return torch.cat(feats, dim=1), torch.tensor(tags)
+
+
+def control_tags(sentences, seed: int = 0) -> dict[str, int]:
+    """Hewitt and Liang's control task for part of speech: every word type gets one tag, drawn at random from the
+    tags' distribution over the sentences' words. A probe can only learn it by remembering word identities, so it
+    bounds what a probe scores without any linguistic knowledge in the vectors."""
+    tagged = [(w, POS_TAGS.index(t)) for s in sentences for w, t in zip(s.tokens, s.tags)]
+    counts = torch.bincount(torch.tensor([t for _, t in tagged]), minlength=len(POS_TAGS)).float()
+    words = sorted({w for w, _ in tagged})
+    draws = torch.multinomial(counts, len(words), replacement=True, generator=torch.Generator().manual_seed(seed))
+    return dict(zip(words, draws.tolist()))
 
 
 def linear_probe_accuracy(
@@ -146,21 +160,25 @@ def linear_probe_accuracy(
         return (probe(test_x).argmax(-1) == test_y).float().mean().item()
 
 
-def pos_probe(model: Embedder, seeds: Sequence[int] = (0, 1, 2), n_train: int = 300, n_test: int = 300) -> ProbeResult:
+def pos_probe(
+    model: Embedder, seeds: Sequence[int] = (0, 1, 2), n_train: int = 300, n_test: int = 300, control: bool = False
+) -> ProbeResult:
     """Part-of-speech tagging with a linear probe per layer: trained on training-template sentences, scored on
-    held-out-template sentences."""
+    held-out-template sentences; with ``control``, on the control task (``control_tags``) of the same words."""
     rows = []
     for seed in seeds:
         world = ToyWorld(seed)
-        tr_x, tr_y = _tagged_features(model, world.sentences(n_train, "train"))
-        te_x, te_y = _tagged_features(model, world.sentences(n_test, "heldout"))
+        train, test = world.sentences(n_train, "train"), world.sentences(n_test, "heldout")
+        tags = control_tags([*train, *test], seed) if control else None
+        tr_x, tr_y = _tagged_features(model, train, tags)
+        te_x, te_y = _tagged_features(model, test, tags)
         rows.append(
             [
                 linear_probe_accuracy(tr_x[layer], tr_y, te_x[layer], te_y, len(POS_TAGS), seed=seed)
                 for layer in range(tr_x.shape[0])
             ]
         )
-    return ProbeResult("part of speech", torch.tensor(rows))
+    return ProbeResult("part of speech" + " (control task)" * control, torch.tensor(rows))
 
 
 def course_models(device=None, word2vec_tokens: int = 60_000) -> dict[str, Embedder]:

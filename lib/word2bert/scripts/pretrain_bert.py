@@ -75,6 +75,19 @@ def build_data(args: argparse.Namespace, progress: bool = True):
     return tokenizer, tokenize_documents(tokenizer, train_docs), tokenize_documents(tokenizer, eval_docs), words
 
 
+def bert_config(args: argparse.Namespace, tokenizer: WordPieceTokenizer) -> BertConfig:
+    """The model's size from the options: BERT's shape (4x wide feed-forward), positions up to the longest phase."""
+    return BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=args.hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        intermediate_size=4 * args.hidden,
+        max_position_embeddings=args.max_seq_length,
+        dropout=args.dropout,
+    )
+
+
 def phases(args: argparse.Namespace) -> list[tuple[int, int]]:
     """(sequence length, steps) of each phase. As BERT (90% of the steps at 128 pieces, then 512), most steps use
     short instances, which cost less; the last ones teach the remaining position embeddings."""
@@ -98,15 +111,7 @@ def main(argv: list[str] | None = None) -> dict:
     rank, world_size, device = init_distributed(args.device)
     started = time.time()
     tokenizer, train_ids, eval_ids, num_words = build_data(args, progress=rank == 0)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=args.hidden,
-        num_hidden_layers=args.layers,
-        num_attention_heads=args.heads,
-        intermediate_size=4 * args.hidden,
-        max_position_embeddings=args.max_seq_length,
-        dropout=args.dropout,
-    )
+    config = bert_config(args, tokenizer)
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     model = BertForPreTraining(config, tokenizer)
     evals, losses, train_configs, num_instances = [], [], [], []
