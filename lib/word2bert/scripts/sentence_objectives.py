@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -98,7 +98,6 @@ def main(argv: list[str] | None = None) -> dict:
     own, args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = args.device
     tokenizer, train_ids, eval_ids, words = pretrain_bert.build_data(args, progress=False)
     held_out = {
         task: (
@@ -112,7 +111,7 @@ def main(argv: list[str] | None = None) -> dict:
         ]
     }
     runs = [
-        run(OBJECTIVES[name], seed, args, (tokenizer, train_ids, held_out), device, not own.no_finetune)
+        run(OBJECTIVES[name], seed, args, (tokenizer, train_ids, held_out), args.device, not own.no_finetune)
         for seed in own.seeds
         for name in own.objectives
     ]
@@ -131,7 +130,7 @@ def main(argv: list[str] | None = None) -> dict:
             "held_out_pairs": {
                 task: sum(len(b["input_ids"]) for b in batches) for task, (_, batches) in held_out.items()
             },
-            "finetune": {"nli": vars(replace(NLI)), "qa": vars(replace(QA))},
+            "finetune": {"nli": asdict(NLI), "qa": asdict(QA)},
         },
         "runs": runs,
     }
