@@ -138,6 +138,7 @@ class SentenceObjective:
     name = ""  # as the book's tables print it
     task = ""  # the classifier's task, as its accuracy is printed
     trained = True  # whether the classifier's cross-entropy is added to MLM's
+    needs_other_documents = False  # whether B may come from another document
 
     def pair(self, chunk, a_end, documents, document_index, target_length, rng) -> tuple[list, list, bool, int]:
         raise NotImplementedError
@@ -159,6 +160,7 @@ class NextSentencePrediction(SentenceObjective):
     from a random sentence on, up to the target length; the chunk's sentences after A are put back."""
 
     name, task = "MLM + NSP", "NSP"
+    needs_other_documents = True
 
     def pair(self, chunk, a_end, documents, document_index, target_length, rng):
         tokens_a = [t for s in chunk[:a_end] for t in s]
@@ -220,7 +222,7 @@ def create_instances_from_document(
     sentences from a random *other* document, in which case the chunk's unused sentences are put back).
     ``documents`` hold non-empty sentences of piece ids; NSP needs at least two documents.
     """
-    if objective is NSP and len(documents) < 2:
+    if objective.needs_other_documents and len(documents) < 2:
         raise ValueError("next-sentence prediction needs at least two documents (B may come from another one)")
     document = documents[document_index]
     max_num_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
