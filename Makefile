@@ -59,8 +59,9 @@ checkpoints: setup ## Retrain the committed checkpoints (ELMo, GPT, BERT); about
 	$(BIN)/python -m word2bert.scripts.train_gpt --probes --threads 1
 	$(BIN)/python -m word2bert.scripts.pretrain_bert --threads 1 --probes
 
-experiments: setup ## Re-run the committed experiments chapter 4 reports (MLM alone, + NSP, + SOP); half an hour on a CPU
+experiments: setup ## Re-run the committed experiments: chapter 4's sentence objectives, the comparison's objective ablation; an hour on 2 cores
 	$(BIN)/python -m word2bert.scripts.sentence_objectives --threads 1
+	$(BIN)/python -m word2bert.scripts.objective_ablation --threads 1 --jobs $(JOBS)
 
 benchmarks: setup ## Run the benchmarks in benchmarks/ (installs gensim)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[bench]"

@@ -128,14 +128,19 @@ class Bert(nn.Module):
         """attention_mask: [B, T], 1 for tokens, 0 for padding (never attended to)."""
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
+        states = self.contextualize(self.embeddings(input_ids, token_type_ids), attention_mask)
+        x = states[-1]
+        pooled = torch.tanh(self.pooler(x[:, 0]))  # the [CLS] vector, for sentence-level tasks
+        return BertOutput(x, pooled, states if output_hidden_states else None)
+
+    def contextualize(self, x: torch.Tensor, attention_mask: torch.Tensor | None) -> list[torch.Tensor]:
+        """The embeddings ``x`` [B, T, H], then each block's output: every position attends to the whole input."""
         mask = None if attention_mask is None or attention_mask.all() else padding_mask(attention_mask)
-        x = self.embeddings(input_ids, token_type_ids)
         states = [x]
         for layer in self.layers:
             x = layer(x, mask)
             states.append(x)
-        pooled = torch.tanh(self.pooler(x[:, 0]))  # the [CLS] vector, for sentence-level tasks
-        return BertOutput(x, pooled, states if output_hidden_states else None)
+        return states
 
     @torch.no_grad()
     def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
@@ -168,12 +173,12 @@ class MLMHead(nn.Module):
 class BertForPreTraining(nn.Module):
     """BERT with its two pre-training heads; loss = MLM cross-entropy (labels -100 ignored) + NSP cross-entropy."""
 
-    def __init__(self, config: BertConfig, tokenizer: WordPieceTokenizer | None = None):
+    def __init__(self, config: BertConfig, tokenizer: WordPieceTokenizer | None = None, encoder: type[Bert] = Bert):
         super().__init__()
         self.config = config
-        self.bert = Bert(config, tokenizer)
+        self.bert = encoder(config, tokenizer)  # the objective ablation's other encoders: word2bert.objectives
         self.mlm = MLMHead(config, self.bert.embeddings.word_embeddings)
-        self.nsp = nn.Linear(config.hidden_size, 2)
+        self.nsp = nn.Linear(self.bert.pooler.out_features, 2)
         self.mlm.apply(init_weights)
         self.nsp.apply(init_weights)
 

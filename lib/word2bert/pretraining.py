@@ -373,6 +373,9 @@ class PretrainConfig:
     checkpoint_every: int = 0  # steps between checkpoints (0: only at the end)
     seed: int = 0
     objective: SentenceObjective = NSP  # the instances' sentence objective: its loss is added to MLM's if trained
+    # the loss module, built as loss(model, objective): PretrainingObjective (MLM + the sentence objective) unless
+    # told; the objective ablation's language models bring their own (word2bert.objectives)
+    loss: Callable[[nn.Module, SentenceObjective], nn.Module] | None = None
 
 
 @dataclass
@@ -500,7 +503,7 @@ def pretrain(
         raise ValueError(f"batch_size={config.batch_size} does not split over {world_size} ranks")
     torch.manual_seed(config.seed)  # the same dropout on a single process; DDP keeps ranks' weights equal anyway
     model.to(device)
-    objective = PretrainingObjective(model, config.objective)
+    objective = (config.loss or PretrainingObjective)(model, config.objective)
     if world_size > 1:
         objective = DistributedDataParallel(objective, device_ids=[device.index] if device.type == "cuda" else None)
     dataset = PretrainingDataset(instances)

@@ -124,7 +124,7 @@ class Classification(Task):
         return self.generate(world, n, split)
 
     def make_head(self, encoder):
-        head = heads.ClassificationHead(encoder.config.hidden_size, self.num_labels)
+        head = heads.ClassificationHead(encoder.pooler.in_features, self.num_labels)
         head.pooler.load_state_dict(encoder.pooler.state_dict())  # start from the pooler NSP trained
         return head
 
@@ -185,7 +185,7 @@ class Tagging(Task):
         return self.generate(world, n, split)
 
     def make_head(self, encoder):
-        return heads.TaggingHead(encoder.config.hidden_size, len(self.tags))
+        return heads.TaggingHead(encoder.pooler.in_features, len(self.tags))
 
     def encode(self, tokenizer, example, max_length=128, label_all_pieces=False):
         enc = tokenizer.encode_words(list(example.tokens), max_length)
@@ -243,7 +243,7 @@ class SpanExtraction(Task):
         return world.qa(n, split)
 
     def make_head(self, encoder):
-        return heads.SpanHead(encoder.config.hidden_size)
+        return heads.SpanHead(encoder.pooler.in_features)
 
     def encode(self, tokenizer, example, max_length=128, label_all_pieces=False):
         """The answer's start and end become the first piece of its first word and the last piece of its last."""

@@ -23,6 +23,7 @@ import torch
 
 from word2bert import finetune as ft
 from word2bert.bert import BertForPreTraining
+from word2bert.objectives import MLM
 from word2bert.pretraining import (
     MLM_ONLY,
     NSP,
@@ -39,6 +40,8 @@ from word2bert.training import TrainConfig
 
 RESULTS = Path(__file__).resolve().parent.parent / "checkpoints" / "sentence_objectives.json"
 OBJECTIVES = {o.name: o for o in (MLM_ONLY, NSP, SOP)}
+# pretrain_bert's data, model and phases (64-piece instances, then 128), with a third of its steps
+STEPS = ["--steps", "1000", "--long-steps", "100", "--warmup-steps", "100"]
 # chapter 5's settings: NLI as the sentence-classification page, QA as the question-answering page
 NLI = ft.FinetuneConfig(n_train=400, n_test=200)
 QA = ft.FinetuneConfig(n_train=400, n_test=150, steps=150, dropout=0.0)
@@ -51,34 +54,48 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, argparse.Nam
     p.add_argument("--results", type=Path, default=RESULTS, help="where the JSON results go")
     p.add_argument("--no-finetune", action="store_true", help="only the pre-training measurements")
     own, rest = p.parse_known_args(argv)
-    # pretrain_bert's data, model and phases (64-piece instances, then 128), with a third of its steps
-    defaults = ["--steps", "1000", "--long-steps", "100", "--warmup-steps", "100"]
-    return own, pretrain_bert.parse_args(defaults + rest)
+    return own, pretrain_bert.parse_args(STEPS + rest)
 
 
-def run(objective: SentenceObjective, seed: int, args: argparse.Namespace, data: tuple, device, tune=True) -> dict:
-    """Pre-train one BERT with ``objective`` and ``seed``; its held-out measurements and loss curve."""
-    tokenizer, train_ids, held_out = data
+def pretrain_encoder(
+    objective: SentenceObjective, seed: int, args: argparse.Namespace, tokenizer, train_ids, device, word=MLM
+) -> tuple[BertForPreTraining, list[float]]:
+    """A fresh BERT-sized model pre-trained with ``word`` (MLM unless told, or another of ``objectives``) and the
+    sentence ``objective``, from ``seed``, in the committed checkpoint's phases with fewer steps; its losses."""
     torch.manual_seed(seed)
-    model = BertForPreTraining(pretrain_bert.bert_config(args, tokenizer), tokenizer)
-    started, losses = time.time(), []
-    for i, (length, steps) in enumerate(pretrain_bert.phases(args)):  # as the committed checkpoint's, shorter
+    model = word.model(pretrain_bert.bert_config(args, tokenizer), tokenizer)
+    losses = []
+    for i, (length, steps) in enumerate(pretrain_bert.phases(args)):
         instances = create_pretraining_instances(train_ids, length, seed + i, objective=objective)
         warmup_steps = args.warmup_steps if i == 0 else max(1, steps // 10)
         train_config = PretrainConfig(
             train=TrainConfig(steps=steps, lr=args.lr, warmup_steps=warmup_steps, schedule="linear"),
             batch_size=args.batch_size,
+            mlm_probability=word.mlm_probability,
             eval_every=0,
             seed=seed + i,
             objective=objective,
+            loss=word.loss,
         )
         losses += pretrain(model, instances, tokenizer, train_config, device=device).losses
-    model.eval()
+    return model.eval(), losses
+
+
+def loss_curve(losses: list[float], points: int = 40) -> list[float]:
+    """The training losses averaged over ``points`` consecutive windows, for the committed results."""
+    every = max(1, len(losses) // points)
+    return [sum(losses[i : i + every]) / len(losses[i : i + every]) for i in range(0, len(losses), every)]
+
+
+def run(objective: SentenceObjective, seed: int, args: argparse.Namespace, data: tuple, device, tune=True) -> dict:
+    """Pre-train one BERT with ``objective`` and ``seed``; its held-out measurements and loss curve."""
+    tokenizer, train_ids, held_out = data
+    started = time.time()
+    model, losses = pretrain_encoder(objective, seed, args, tokenizer, train_ids, device)
     scores = {task: evaluate(model, batches, device)[key] for task, (key, batches) in held_out.items()}
     pretraining_minutes = (time.time() - started) / 60
     nli = ft.finetune("nli", model.bert, NLI, seed, device).metrics if tune else {"accuracy": None}
     qa = ft.finetune("qa", model.bert, QA, seed, device).metrics if tune else {"exact_match": None, "span_f1": None}
-    every = max(1, len(losses) // 40)
     return {
         "objective": objective.name,
         "seed": seed,
@@ -88,7 +105,7 @@ def run(objective: SentenceObjective, seed: int, args: argparse.Namespace, data:
         "nli_accuracy": nli["accuracy"],
         "qa_exact_match": qa["exact_match"],
         "qa_f1": qa["span_f1"],
-        "loss_curve": [sum(losses[i : i + every]) / len(losses[i : i + every]) for i in range(0, len(losses), every)],
+        "loss_curve": loss_curve(losses),
         "pretraining_minutes": pretraining_minutes,
         "minutes": (time.time() - started) / 60,
     }
