@@ -128,7 +128,8 @@ class Bert(nn.Module):
         """attention_mask: [B, T], 1 for tokens, 0 for padding (never attended to)."""
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        states = self.contextualize(self.embeddings(input_ids, token_type_ids), attention_mask)
+        x = self.embeddings(input_ids, token_type_ids)
+        states = self.readout(self.contextualize(x, attention_mask), attention_mask)
         x = states[-1]
         pooled = torch.tanh(self.pooler(x[:, 0]))  # the [CLS] vector, for sentence-level tasks
         return BertOutput(x, pooled, states if output_hidden_states else None)
@@ -140,6 +141,11 @@ class Bert(nn.Module):
         for layer in self.layers:
             x = layer(x, mask)
             states.append(x)
+        return states
+
+    def readout(self, states: list[torch.Tensor], attention_mask: torch.Tensor | None) -> list[torch.Tensor]:
+        """What each layer hands on: BERT's states as they are (the ablation's one-way encoders move a summary
+        into position 0, where the pooler reads)."""
         return states
 
     @torch.no_grad()

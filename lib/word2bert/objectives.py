@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .bert import Bert, BertConfig, BertForPreTraining, BertOutput
+from .bert import Bert, BertConfig, BertForPreTraining
 from .checkpoint import load_checkpoint, save_checkpoint
 from .pretraining import PretrainingObjective, SentenceObjective
 from .transformer import init_weights, padding_mask
@@ -51,14 +51,9 @@ class CausalBert(Bert):
         """The vector of the whole input in one layer: the last piece's, which has read every other."""
         return last_positions(states, attention_mask)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_hidden_states=False) -> BertOutput:
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        states = self.contextualize(self.embeddings(input_ids, token_type_ids), attention_mask)
+    def readout(self, states: list[torch.Tensor], attention_mask: torch.Tensor | None) -> list[torch.Tensor]:
         # position 0 ([CLS], which has read nothing) carries the summary, where BERT's heads look for it
-        states = [torch.cat([self.summary(s, attention_mask)[:, None], s[:, 1:]], dim=1) for s in states]
-        x = states[-1]
-        return BertOutput(x, torch.tanh(self.pooler(x[:, 0])), states if output_hidden_states else None)
+        return [torch.cat([self.summary(s, attention_mask)[:, None], s[:, 1:]], dim=1) for s in states]
 
 
 class TwoTowerBert(CausalBert):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
@@ -111,18 +110,14 @@ def main(argv: list[str] | None = None) -> dict:
         for task, c in FINETUNE.items()
     }
     results = {
-        "command": " ".join(
-            ["python -m word2bert.scripts.objective_ablation", *(sys.argv[1:] if argv is None else argv)]
+        **pretrain_bert.experiment_header(
+            "word2bert.scripts.objective_ablation",
+            argv,
+            args,
+            tokenizer,
+            words,
+            finetune={task: asdict(c) for task, c in FINETUNE.items()},
         ),
-        "settings": {
-            "train_words": words,
-            "vocab_size": tokenizer.vocab_size,
-            "phases": pretrain_bert.phases(args),
-            "batch_size": args.batch_size,
-            "layers": args.layers,
-            "hidden": args.hidden,
-            "finetune": {task: asdict(c) for task, c in FINETUNE.items()},
-        },
         "baselines": baselines,
         "runs": runs,
     }

@@ -96,6 +96,23 @@ def phases(args: argparse.Namespace) -> list[tuple[int, int]]:
     return [(args.max_seq_length, args.steps)]
 
 
+def experiment_header(script: str, argv: list[str] | None, args: argparse.Namespace, tokenizer, words: int, **more):
+    """What an experiment's results file opens with: the command that wrote it, and the pre-training settings
+    its runs share (``more`` adds the experiment's own)."""
+    return {
+        "command": " ".join([f"python -m {script}", *(sys.argv[1:] if argv is None else argv)]),
+        "settings": {
+            "train_words": words,
+            "vocab_size": tokenizer.vocab_size,
+            "phases": phases(args),
+            "batch_size": args.batch_size,
+            "layers": args.layers,
+            "hidden": args.hidden,
+            **more,
+        },
+    }
+
+
 def held_out_instances(args: argparse.Namespace, tokenizer: WordPieceTokenizer, eval_ids=None) -> list:
     """The NSP instances of the held-out documents at the final length, on which the card's accuracies are
     measured."""

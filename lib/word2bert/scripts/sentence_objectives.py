@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -133,22 +132,16 @@ def main(argv: list[str] | None = None) -> dict:
         for name in own.objectives
     ]
     results = {
-        "command": " ".join(
-            ["python -m word2bert.scripts.sentence_objectives", *(sys.argv[1:] if argv is None else argv)]
+        **pretrain_bert.experiment_header(
+            "word2bert.scripts.sentence_objectives",
+            argv,
+            args,
+            tokenizer,
+            words,
+            max_seq_length=args.max_seq_length,
+            held_out_pairs={task: sum(len(b["input_ids"]) for b in batches) for task, (_, batches) in held_out.items()},
+            finetune={"nli": asdict(NLI), "qa": asdict(QA)},
         ),
-        "settings": {
-            "train_words": words,
-            "vocab_size": tokenizer.vocab_size,
-            "phases": pretrain_bert.phases(args),
-            "batch_size": args.batch_size,
-            "max_seq_length": args.max_seq_length,
-            "layers": args.layers,
-            "hidden": args.hidden,
-            "held_out_pairs": {
-                task: sum(len(b["input_ids"]) for b in batches) for task, (_, batches) in held_out.items()
-            },
-            "finetune": {"nli": asdict(NLI), "qa": asdict(QA)},
-        },
         "runs": runs,
     }
     own.results.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
