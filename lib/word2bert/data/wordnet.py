@@ -91,12 +91,15 @@ class WordNet:
                     out[s.id] = hits
         return out
 
-    def sense_occurrences(self, pos: str = "n", min_senses: int = 2, min_examples: int = 2) -> list[SenseOccurrence]:
+    def sense_occurrences(
+        self, pos: str | None = "n", min_senses: int = 2, min_examples: int = 2
+    ) -> list[SenseOccurrence]:
         """Occurrences of one-word lemmas that have at least ``min_senses`` senses with ``min_examples`` examples
-        each: a real-text version of the toy world's sense task (the sense is the synset id)."""
+        each: a real-text version of the toy world's sense task (the sense is the synset id). ``pos=None`` takes
+        every part of speech, so a word's noun and verb senses compete too (the course's real-English benchmark)."""
         by_lemma: dict[str, dict[str, list[list[str]]]] = {}
         for s in self.synsets:
-            if s.pos != pos:
+            if pos is not None and s.pos != pos:
                 continue
             for lemma in s.lemmas:
                 if " " in lemma:
