@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml lib/word2bert_grader/pyproject.toml constraints.txt
 
 setup: $(STAMP) system-deps ## Create .venv with pinned versions and install WordNet (apt) where possible
 
-system-deps: ## Install Debian's wordnet-base, bubblewrap (the grader's sandbox) and chromium where apt-get is available
+system-deps: ## Install Debian's wordnet-base, dict-gcide and fortunes (the English corpus), bubblewrap (the grader's sandbox) and chromium where apt-get is available
 	@./.ci/system-deps
 
 book: setup ## Build the book (executes every notebook) into _build/html

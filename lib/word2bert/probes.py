@@ -12,6 +12,7 @@ Both are scored on held-out templates and repeated over seeds: ``mean ± std``.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -109,6 +110,50 @@ def wordnet_sense_probe(model: Embedder, occurrences: Sequence[SenseOccurrence])
             correct += nearest_sense_accuracy(feats[layer, rest], rest_occ, feats[layer, i : i + 1], [o])
         scores.append(correct / len(occurrences))
     return ProbeResult("sense (WordNet)", torch.tensor([scores]))
+
+
+def split_by_sense(
+    occurrences: Sequence[SenseOccurrence], seed: int
+) -> tuple[list[SenseOccurrence], list[SenseOccurrence]]:
+    """Each sense's occurrences shuffled with ``seed`` and cut in two: half (at least one) for its centroid, the
+    rest to label. No occurrence is on both sides."""
+    by_sense: dict[str, list[SenseOccurrence]] = {}
+    for o in occurrences:
+        by_sense.setdefault(o.sense, []).append(o)
+    rng = random.Random(seed)
+    train, test = [], []
+    for sense in sorted(by_sense):
+        group = sorted(by_sense[sense], key=lambda o: (o.tokens, o.index))
+        rng.shuffle(group)
+        cut = max(1, len(group) // 2)
+        train += group[:cut]
+        test += group[cut:]
+    return train, test
+
+
+def chance_level(occurrences: Sequence[SenseOccurrence]) -> float:
+    """The accuracy of guessing among each word's senses at random: the mean of 1 / (the word's senses)."""
+    senses: dict[str, set[str]] = {}
+    for o in occurrences:
+        senses.setdefault(o.word, set()).add(o.sense)
+    return sum(1 / len(senses[o.word]) for o in occurrences) / len(occurrences)
+
+
+def english_sense_probe(
+    model: Embedder, occurrences: Sequence[SenseOccurrence], seeds: Sequence[int] = (0, 1, 2)
+) -> ProbeResult:
+    """The real-English sense probe per layer: for each seed, :func:`split_by_sense`, centroids from one half,
+    nearest sense for the other, only a word's own senses competing (``nearest_sense_accuracy``). The
+    occurrences are WordNet's held-out usage examples (``WordNet().sense_occurrences(pos=None)``) or any others;
+    the score to beat is ``chance_level`` of the labelled half."""
+    feats = embed_occurrences(model, occurrences)
+    row_of = {id(o): i for i, o in enumerate(occurrences)}
+    rows = []
+    for seed in seeds:
+        train, test = split_by_sense(occurrences, seed)
+        tr, te = [row_of[id(o)] for o in train], [row_of[id(o)] for o in test]
+        rows.append([nearest_sense_accuracy(f[tr], train, f[te], test) for f in feats])
+    return ProbeResult("sense (WordNet, held out)", torch.tensor(rows))
 
 
 def _tagged_features(model: Embedder, sentences, control: dict[str, int] | None = None):

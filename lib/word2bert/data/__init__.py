@@ -1,6 +1,8 @@
-"""The course's data: the generated toy world, Princeton WordNet 3.0, and whole-word vocabularies."""
+"""The course's data: the generated toy world, Princeton WordNet 3.0, ordinary English from Debian's packages, the
+book's own plain sense sentences, and whole-word vocabularies."""
 
 from .corpus import pretraining_documents
+from .plain_senses import PLAIN_SENSES, plain_sense_occurrences
 from .toyworld import Labeled, NLIPair, QAExample, SenseOccurrence, Sentence, ToyWorld
 from .toyworld_grammar import NLI_LABELS, POLYSEMES, POS_TAGS
 from .vocab import Vocab, tokenize
@@ -8,6 +10,7 @@ from .wordnet import WordNet, WordNetNotFound, wordnet_available
 
 __all__ = [
     "NLI_LABELS",
+    "PLAIN_SENSES",
     "POLYSEMES",
     "POS_TAGS",
     "Labeled",
@@ -19,6 +22,7 @@ __all__ = [
     "Vocab",
     "WordNet",
     "WordNetNotFound",
+    "plain_sense_occurrences",
     "pretraining_documents",
     "tokenize",
     "wordnet_available",

@@ -81,6 +81,7 @@ class CorpusStats:
 _ACCENT = re.compile(r"\[[\"=^`'~.]?([a-zA-Z])[a-zA-Z]{0,4}[\^`~]?\]")  # [=u], ["u], [i^], [imac], [ae] -> the letter
 _BRACKETS = re.compile(r"\[[^\[\]]*\]")  # etymologies, sources, labels, after the accents are gone
 _HEADER = re.compile(r"^[^\\]*\\[^\\]*\\[^,.]*[,.]?\s*(?:(?:[a-z]\.\s*)+(?:&\s*(?:[a-z]\.\s*)+)?)?")
+_SPELLING = re.compile(r"\\[^\\]*\\")  # a headword spelt in syllables with its stress, as \Sta*min"e*al\
 _ATTRIBUTION = re.compile(r"--\s?[A-Z][\w.,' ]{0,40}?\.(?=\s|$)")
 _SENSE_NUMBER = re.compile(r"(?:(?<=\s)|^)(?:\d{1,2}\.|\([a-z]\))(?=\s)")
 _LABEL = re.compile(r"\((?:[A-Z][a-z]*\.?\s?)+(?:&\s(?:[A-Z][a-z]*\.?\s?)+)?\)")
@@ -101,7 +102,7 @@ def gcide_paragraph(paragraph: str, first: bool = False) -> str:
     text = " ".join(paragraph.split())
     if first:
         text = _HEADER.sub(" ", text, count=1)
-    text = _remove_brackets(text)
+    text = _remove_brackets(_SPELLING.sub(" ", text))
     text = _ATTRIBUTION.sub(" ", text).replace("{", "").replace("}", "").replace("--", " , ")
     text = _LABEL.sub(" ", _SENSE_NUMBER.sub(" ", text))
     return re.sub(r"^\s*(?:Note|Syn)\s*[:.]\s*", "", text.strip())

@@ -95,7 +95,8 @@ class WordNet:
         self, pos: str | None = "n", min_senses: int = 2, min_examples: int = 2
     ) -> list[SenseOccurrence]:
         """Occurrences of one-word lemmas that have at least ``min_senses`` senses with ``min_examples`` examples
-        each: a real-text version of the toy world's sense task (the sense is the synset id). ``pos=None`` takes
+        each: a real-text version of the toy world's sense task (the sense is the lemma and the synset id,
+        ``"mouse.02330245-n"``: a synset shared by two lemmas is a sense of each). ``pos=None`` takes
         every part of speech, so a word's noun and verb senses compete too (the course's real-English benchmark)."""
         by_lemma: dict[str, dict[str, list[list[str]]]] = {}
         for s in self.synsets:
@@ -113,5 +114,8 @@ class WordNet:
             if len(senses) < min_senses:
                 continue
             for sense, examples in senses.items():
-                out += [SenseOccurrence(tuple(t), t.index(lemma), lemma, sense, "wordnet", sense) for t in examples]
+                out += [
+                    SenseOccurrence(tuple(t), t.index(lemma), lemma, f"{lemma}.{sense}", "wordnet", sense)
+                    for t in examples
+                ]
         return out

@@ -1,0 +1,156 @@
+"""The real-English corpus (word2bert.data.english) and the held-out sense benchmark's probe."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from word2bert.data import PLAIN_SENSES, SenseOccurrence, WordNet, plain_sense_occurrences, tokenize, wordnet_available
+from word2bert.data import english as en
+from word2bert.probes import chance_level, english_sense_probe, split_by_sense
+
+needs_wordnet = pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 is not installed (make setup)")
+needs_gcide = pytest.mark.skipif(not en.GCIDE.is_file(), reason="GCIDE is not installed (Debian's dict-gcide)")
+
+MOUSE = """Mouse \\Mouse\\ (mous), n.; pl. {Mice} (m[imac]s). [OE. mous, mus,
+   AS. m[=u]s, pl. m[=y]s; akin to D. muis, G. maus. [root]277. Cf.
+   {Muscle}, {Musk}.]
+   1. (Zool.) Any one of numerous species of small rodents
+      belonging to the genus {Mus} and various related genera of
+      the family {Muridae}.
+      [1913 Webster]"""
+
+
+def test_a_dictionary_head_becomes_its_definition():
+    text = en.gcide_paragraph(MOUSE, first=True)
+    assert en.sentences_of(text) == [
+        "any one of numerous species of small rodents belonging to the genus mus and various related genera of "
+        "the family muridae .".split()
+    ]
+
+
+@pytest.mark.parametrize(
+    "paragraph, sentence",
+    [
+        ('3. To tear, as a cat devours a mouse. [Obs.] "[Death] mousing the flesh of men." --Shak.', "to tear"),
+        ("(a) A knob made on a rope with spun yarn.\n  [1913 Webster]", "a knob made on a rope with spun yarn ."),
+        ('The br[i^]dge over the r[=i]ver was m["u]ch longer than we thought.', "the bridge over the river was"),
+        ("2. (Naut.) To furnish with a mouse; to secure it by means of a mousing.", "to furnish with a mouse ;"),
+    ],
+)
+def test_markup_accents_labels_numbers_and_attributions_are_removed(paragraph, sentence):
+    (first, *_) = en.sentences_of(en.gcide_paragraph(paragraph))
+    assert " ".join(first).startswith(sentence)
+    assert not {"[", "]", "{", "}", "obs", "shak", "naut", "webster", "1913"} & set(first)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "See under Meadow, and Harvest mouse, under Harvest.",  # a cross-reference
+        "Field mouse, Flying mouse, Deer mouse, House mouse, Harvest mouse, Meadow mouse.",  # a list of headwords
+        "A mouse.",  # a fragment
+        "The Greek word ? was read as something else entirely.",  # a character GCIDE could not write
+    ],
+)
+def test_fragments_lists_and_cross_references_are_not_sentences(text):
+    assert en.sentences_of(text) == []
+
+
+def test_duplicates_and_near_duplicates_are_dropped_once_seen():
+    quote = "the quality of mercy is not strained it droppeth as the gentle rain from heaven".split()
+    docs = [
+        [quote, "a small rodent .".split()],
+        [quote + ["."]],  # the same but for punctuation
+        [quote[3:13]],  # a shorter excerpt: every 8-gram seen before, a near-duplicate
+        [quote[:10] + ["new", "words", "here"]],  # new 8-grams: kept
+    ]
+    stats = en.CorpusStats()
+    out = en.deduplicate(docs, stats)
+    assert out == [docs[0], docs[3]]
+    assert (stats.duplicates, stats.near_duplicates) == (1, 1)
+
+
+@needs_wordnet
+def test_the_benchmark_is_held_out_of_the_corpus():
+    """No sentence of the WordNet sense benchmark is in the pre-training text, from WordNet or any other source,
+    and every installed source gives text."""
+    wordnet = WordNet()
+    docs, stats = en.english_documents(wordnet=wordnet)
+    benchmark = {en._normal(o.tokens) for o in wordnet.sense_occurrences(pos=None)}
+    assert len(benchmark) > 3000
+    text = {en._normal(s) for d in docs for s in d}
+    assert not benchmark & text
+    assert stats.held_out >= len(benchmark)
+    for source, sizes in stats.sources.items():
+        assert sizes["tokens"] > 100_000, source
+    assert "wordnet" in stats.sources
+
+
+@needs_gcide
+def test_gcide_gives_millions_of_words_without_markup():
+    entries = list(en.gcide_entries())
+    sentences = [s for e in entries[::50] for p in e for s in en.sentences_of(p)]
+    assert len(entries) > 100_000 and len(sentences) > 2000
+    assert sum(map(len, sentences)) * 50 > 3_000_000
+    assert not any({"[", "]", "{", "}", "\\"} & set(s) for s in sentences)
+
+
+def occurrence(word: str, sense: str, k: int) -> SenseOccurrence:
+    return SenseOccurrence((word, f"w{k}", sense), 0, word, sense, "test", sense)
+
+
+def test_split_by_sense_puts_every_sense_on_both_sides_and_no_sentence_on_two():
+    occ = [occurrence(w, f"{w}-{s}", k) for w in "ab" for s in range(3) for k in range(2 + s)]
+    for seed in range(5):
+        train, test = split_by_sense(occ, seed)
+        assert {o.sense for o in train} == {o.sense for o in test} == {o.sense for o in occ}
+        assert not {o.tokens for o in train} & {o.tokens for o in test}
+        assert sorted(map(id, train + test)) == sorted(map(id, occ))
+    assert split_by_sense(occ, 0) == split_by_sense(list(reversed(occ)), 0), "independent of the input's order"
+
+
+def test_chance_level_is_one_over_each_words_senses():
+    occ = [occurrence("a", "a1", 0), occurrence("a", "a2", 1), *(occurrence("b", f"b{s}", s) for s in range(4))]
+    assert chance_level(occ) == pytest.approx((2 * 1 / 2 + 4 * 1 / 4) / 6)
+
+
+class _Embedder:
+    """Layer 0 is the word alone; layer 1 says the sense (the sentence's last token) plus noise."""
+
+    def __init__(self, occurrences):
+        self.senses = sorted({o.sense for o in occurrences})
+        self.generator = torch.Generator().manual_seed(0)
+
+    def embed_sentence(self, tokens):
+        word = torch.zeros(len(self.senses))
+        word[hash(tokens[0]) % len(self.senses)] = 1
+        sense = torch.zeros(len(self.senses))
+        sense[self.senses.index(tokens[2])] = 1
+        noise = 0.1 * torch.randn(len(self.senses), generator=self.generator)
+        return torch.stack([word, sense + noise])[:, None].expand(2, len(tokens), -1)
+
+
+def test_the_probe_finds_senses_where_the_vectors_have_them():
+    occ = [occurrence(w, f"{w}-{s}", k) for w in "abc" for s in range(2) for k in range(4)]
+    result = english_sense_probe(_Embedder(occ), occ, seeds=(0, 1))
+    assert result.scores.shape == (2, 2)
+    assert result.mean[1] == 1.0
+    assert result.mean[0] == pytest.approx(chance_level(occ)), "one vector per word: ties go to one sense"
+
+
+def test_the_plain_sentences_have_their_word_once_two_senses_and_six_sentences_each():
+    occ = plain_sense_occurrences()
+    assert len(occ) == sum(len(v) for senses in PLAIN_SENSES.values() for v in senses.values()) == 12 * 2 * 6
+    for o in occ:
+        assert o.tokens.count(o.word) == 1 and o.tokens[o.index] == o.word, o.tokens
+        assert o.sense.startswith(o.word + ".")
+    assert len({o.tokens for o in occ}) == len(occ), "no sentence twice"
+    assert chance_level(occ) == 0.5
+
+
+@needs_wordnet
+def test_the_plain_sentences_are_not_in_the_corpus():
+    docs, _ = en.english_documents(sources=("wordnet",))
+    text = {en._normal(s) for d in docs for s in d}
+    assert not {en._normal(tokenize(t)) for senses in PLAIN_SENSES.values() for v in senses.values() for t in v} & text
