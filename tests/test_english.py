@@ -7,7 +7,9 @@ import torch
 
 from word2bert.data import PLAIN_SENSES, SenseOccurrence, WordNet, plain_sense_occurrences, tokenize, wordnet_available
 from word2bert.data import english as en
+from word2bert.embedding import word_vectors
 from word2bert.probes import chance_level, english_sense_probe, split_by_sense
+from word2bert.reporting import cosine_table, plot_senses
 
 needs_wordnet = pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 is not installed (make setup)")
 needs_gcide = pytest.mark.skipif(not en.GCIDE.is_file(), reason="GCIDE is not installed (Debian's dict-gcide)")
@@ -154,3 +156,44 @@ def test_the_plain_sentences_are_not_in_the_corpus():
     docs, _ = en.english_documents(sources=("wordnet",))
     text = {en._normal(s) for d in docs for s in d}
     assert not {en._normal(tokenize(t)) for senses in PLAIN_SENSES.values() for v in senses.values() for t in v} & text
+
+
+class _Counting:
+    """Layer 0: the word alone; layer 1: the word plus the sentence's length (a stand-in for context)."""
+
+    def embed_sentence(self, tokens):
+        word = torch.tensor([[float(len(t)), 1.0, 0.0] for t in tokens])
+        context = word + torch.tensor([0.0, 0.0, float(len(tokens))])
+        return torch.stack([word, context])
+
+
+def test_word_vectors_take_the_word_in_each_sentence_and_say_when_it_is_missing():
+    vectors = word_vectors(_Counting(), "mouse", ["Your mouse likes cheese", "buy a new mouse for your computer"])
+    assert vectors.shape == (2, 2, 3)
+    assert torch.equal(vectors[0, 0], vectors[0, 1]) and not torch.equal(vectors[1, 0], vectors[1, 1])
+    with pytest.raises(ValueError, match="'mouse' is not a word of 'a mousetrap'"):
+        word_vectors(_Counting(), "mouse", ["a mousetrap"])
+
+
+def test_the_cosine_table_has_a_row_per_pair_and_a_column_per_layer():
+    sentences = ["your mouse likes cheese", "buy a new mouse for your computer", "a mouse ran"]
+    table = cosine_table(_Counting(), "mouse", sentences).splitlines()
+    assert table[0] == "| sentence | other sentence | layer 0 | layer 1 |"
+    assert len(table) == 2 + 3
+    rows = [line.split(" | ") for line in table[2:]]
+    assert all(r[2] == "1.000" for r in rows), "a static layer: the same vector in every sentence"
+    assert all(float(r[3].rstrip(" |")) < 1 for r in rows)
+
+
+def test_plot_senses_draws_one_colour_per_sense():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    occ = [occurrence(w, f"{w}.{s}", k) for w in "ab" for s in ("x", "y") for k in range(3)]
+    _, axes = plt.subplots(1, 2)
+    plot_senses(_Embedder(occ), occ, ["a", "b"], 1, axes)
+    assert [len(ax.collections) for ax in axes] == [2, 2]
+    assert [t.get_text() for t in axes[0].get_legend().get_texts()] == ["x", "y"]
+    plt.close("all")

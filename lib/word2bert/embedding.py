@@ -41,3 +41,18 @@ def mean_pool_pieces(states: torch.Tensor, word_ids: Sequence[int | None], num_w
         missing = (counts == 0).nonzero().flatten().tolist()
         raise ValueError(f"words {missing} have no pieces")
     return sums / counts[None, :, None]
+
+
+def word_vectors(model: Embedder, word: str, sentences: Sequence[str]) -> torch.Tensor:
+    """The vectors of ``word`` in each sentence (plain text, tokenised as the course tokenises: lower case):
+    [num_layers + 1, len(sentences), dim]. The word's first occurrence in each sentence is taken."""
+    from .data.vocab import tokenize
+
+    out = []
+    for text in sentences:
+        tokens = tokenize(text)
+        if word not in tokens:
+            raise ValueError(f"{word!r} is not a word of {text!r} (its words: {tokens})")
+        with torch.no_grad():
+            out.append(model.embed_sentence(tokens)[:, tokens.index(word)].float().cpu())
+    return torch.stack(out, dim=1)

@@ -1,8 +1,49 @@
-"""What chapter 5 shows of fine-tuning runs: a Markdown table of mean ± std, and a learning curve."""
+"""What the book's pages show: a word's vectors across sentences (a cosine table per layer, and occurrences of
+many sentences projected to 2-D by sense), and chapter 5's fine-tuning runs (a table of mean ± std, and a learning
+curve)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from .data import SenseOccurrence
+from .embedding import Embedder, word_vectors
+from .probes import embed_occurrences
+
+
+def cosine_table(model: Embedder, word: str, sentences: Sequence[str]) -> str:
+    """A Markdown table: for each pair of sentences, the cosine similarity of ``word``'s vectors in them, one
+    column per layer. A static vector gives 1.000 everywhere; a contextual one, less where the senses differ."""
+    unit = F.normalize(word_vectors(model, word, sentences), dim=-1)
+    layers = range(unit.shape[0])
+    lines = [
+        "| sentence | other sentence | " + " | ".join(f"layer {i}" for i in layers) + " |",
+        "|---|---|" + "---|" * len(layers),
+    ]
+    for i in range(len(sentences)):
+        for j in range(i + 1, len(sentences)):
+            cells = " | ".join(f"{float(unit[layer, i] @ unit[layer, j]):.3f}" for layer in layers)
+            lines.append(f"| {sentences[i]} | {sentences[j]} | {cells} |")
+    return "\n".join(lines)
+
+
+def plot_senses(model: Embedder, occurrences: Sequence[SenseOccurrence], words: Sequence[str], layer: int, axes):
+    """For each word, its occurrences' vectors in ``layer`` projected onto their two principal components, one
+    colour per gold sense: do the senses fall apart?"""
+    vectors = embed_occurrences(model, occurrences)[layer]
+    for ax, word in zip(axes, words):
+        rows = [i for i, o in enumerate(occurrences) if o.word == word]
+        x = vectors[rows] - vectors[rows].mean(0)
+        xy = x @ torch.linalg.svd(x, full_matrices=False).Vh[:2].T
+        for sense in sorted({occurrences[i].sense for i in rows}):
+            keep = [k for k, i in enumerate(rows) if occurrences[i].sense == sense]
+            ax.scatter(xy[keep, 0], xy[keep, 1], label=sense.split(".", 1)[1])
+        ax.set(title=f"'{word}', layer {layer}", xlabel="principal component 1", ylabel="principal component 2")
+        ax.legend(fontsize=7)
+    return axes
 
 
 def results_table(rows: Sequence[tuple[str, str, dict[str, tuple[float, float]]]]) -> str:

@@ -19,6 +19,12 @@ def make_parser(doc: str | None, checkpoint: Path, num_tokens: int) -> tuple[arg
     groups["data"].add_argument(
         "--wordnet-fraction", type=float, default=0.25, help="share of WordNet glosses and examples"
     )
+    groups["data"].add_argument(
+        "--english-fraction",
+        type=float,
+        default=0.0,
+        help="share of ordinary English (WordNet, GCIDE, fortunes: word2bert.data.english)",
+    )
     groups["training"].add_argument("--seed", type=int, default=0)
     groups["training"].add_argument("--device", default=None, help="cuda, mps or cpu (default: the best available)")
     groups["training"].add_argument(

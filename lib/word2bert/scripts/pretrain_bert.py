@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def split_documents(args: argparse.Namespace) -> tuple[list, list]:
     """(training documents, held-out documents) of the pre-training text."""
-    docs = pretraining_documents(args.num_tokens, args.wordnet_fraction, seed=args.seed)
+    docs = pretraining_documents(args.num_tokens, args.wordnet_fraction, args.seed, args.english_fraction)
     n_eval = max(2, int(len(docs) * args.eval_fraction))
     return docs[n_eval:], docs[:n_eval]
 

@@ -73,7 +73,11 @@ def main(argv: list[str] | None = None) -> dict:
     started = time.time()
     seed_everything(args.seed)
 
-    sentences = [s for d in pretraining_documents(args.num_tokens, args.wordnet_fraction, args.seed) for s in d]
+    sentences = [
+        s
+        for d in pretraining_documents(args.num_tokens, args.wordnet_fraction, args.seed, args.english_fraction)
+        for s in d
+    ]
     held_out = [s for d in ToyWorld(args.seed).corpus(max(2000, args.num_tokens // 20), "heldout") for s in d]
     vocab = Vocab.build(sentences, min_count=args.min_count, max_size=args.vocab_size)
     config = ElmoConfig(

@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> dict:
     started = time.time()
     generator = seed_everything(args.seed)
 
-    docs = pretraining_documents(args.num_tokens, args.wordnet_fraction, seed=args.seed)
+    docs = pretraining_documents(args.num_tokens, args.wordnet_fraction, args.seed, args.english_fraction)
     n_eval = max(1, int(len(docs) * args.eval_fraction))
     train_docs, eval_docs = docs[n_eval:], docs[:n_eval]
     tokenizer = BPETokenizer.train(map(document_text, train_docs), args.vocab_size)

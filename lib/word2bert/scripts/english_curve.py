@@ -1,0 +1,90 @@
+"""How much data, width and training the course BERT needs to tell senses apart in ordinary English.
+
+    python -m word2bert.scripts.english_curve --threads 1     # the committed curve (CPU)
+
+Each run pre-trains BERT with ``pretrain_bert`` on a mixture of the toy world and ordinary English
+(``word2bert.data.english``, the sense benchmark held out), at one point of a grid of vocabulary size, width,
+words and steps, then scores, per layer: the real-English sense benchmark (WordNet's held-out usage examples,
+``probes.english_sense_probe``), the book's plain sense sentences, and the toy world's sense probe. The results
+go to ``checkpoints/english_curve.json``: what the course's checkpoints need, measured, before they are chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from word2bert import bert
+from word2bert.data import WordNet, plain_sense_occurrences
+from word2bert.probes import chance_level, english_sense_probe, sense_probe
+from word2bert.scripts import pretrain_bert
+
+RESULTS = Path(__file__).resolve().parent.parent / "checkpoints" / "english_curve.json"
+# (vocabulary, hidden width, words of text, steps on 64 pieces): the course BERT's recipe first, then one change
+# at a time; the last 10% of each run's steps are on 128 pieces, as the course BERT's
+GRID = [
+    (3000, 128, 400_000, 3000),
+    (8000, 128, 2_000_000, 3000),
+    (8000, 128, 2_000_000, 9000),
+    (8000, 256, 2_000_000, 9000),
+]
+
+
+def measure(vocab: int, hidden: int, words: int, steps: int, english: float, threads: int | None) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "bert.safetensors"
+        argv = ["--vocab-size", str(vocab), "--hidden", str(hidden), "--num-tokens", str(words)]
+        argv += ["--steps", str(steps), "--long-steps", str(steps // 10), "--english-fraction", str(english)]
+        argv += ["--wordnet-fraction", "0", "--eval-every", "0", "--no-card", "--out", str(out)]
+        argv += ["--threads", str(threads)] if threads else []
+        started = time.time()
+        metrics = pretrain_bert.main(argv)
+        model = bert.load(out, "cpu")
+    minutes = (time.time() - started) / 60
+    benchmark = WordNet().sense_occurrences(pos=None)
+    scores = {
+        "wordnet": english_sense_probe(model, benchmark),
+        "plain": english_sense_probe(model, plain_sense_occurrences(), seeds=range(5)),
+        "toy_world": sense_probe(model),
+    }
+    return {
+        "vocab_size": vocab,
+        "hidden": hidden,
+        "words": words,
+        "english_fraction": english,
+        "short_steps": steps,
+        "steps": steps + steps // 10,
+        "parameters": metrics["parameters"],
+        "minutes": minutes,
+        "final_train_loss": metrics["final_train_loss"],
+        "probes": {k: {"mean": r.mean, "std": r.std} for k, r in scores.items()},
+        "chance": {"wordnet": chance_level(benchmark), "plain": chance_level(plain_sense_occurrences())},
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--english-fraction", type=float, default=0.5, help="share of ordinary English in the text")
+    p.add_argument("--points", type=int, nargs="+", default=list(range(len(GRID))), help="which grid points")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--results", type=Path, default=RESULTS)
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    runs = json.loads(args.results.read_text(encoding="utf-8"))["runs"] if args.results.exists() else []
+    for k in args.points:
+        run = measure(*GRID[k], args.english_fraction, args.threads)
+        runs = [r for r in runs if [r[x] for x in ("vocab_size", "hidden", "words", "short_steps")] != list(GRID[k])]
+        runs.append(run)
+        args.results.write_text(json.dumps({"runs": runs}, indent=1) + "\n", encoding="utf-8")
+        print({k: v for k, v in run.items() if k != "probes"}, {k: max(v["mean"]) for k, v in run["probes"].items()})
+    return {"runs": runs}
+
+
+if __name__ == "__main__":
+    main()
