@@ -78,7 +78,11 @@ def test_the_kept_models_give_their_numbers_again(objective, committed):
 def test_one_run_is_re_measured(tmp_path, committed):
     """Seed 0 of MLM pre-trained again (about three minutes on one CPU thread), once for both committed
     experiments: this model is the ablation's MLM and the sentence-objective experiment's MLM alone. The same
-    held-out MLM accuracy and probe scores, within the drift of floating-point sums taken in another order."""
+    held-out MLM accuracy within 0.03, and the same probe scores: within 0.03 on average over the layers and 0.1 at
+    any one layer. Bit for bit, a run repeats on one machine, but another machine's floating-point kernels train
+    another sample of the same recipe, and one probe score moves with it by about its sampling error (some 72
+    occurrences per data seed). Measured on two machines: MLM accuracy 0.1516 and 0.1531; the probes apart by
+    0.019 on average over the layers of the left-cue sense probe, 0.069 at its layer 4, at most 0.025 elsewhere."""
     out = tmp_path / "results.json"
     ablation.main(
         ["--seeds", "0", "--objectives", MLM.name, "--no-finetune", "--threads", "1"]
@@ -92,4 +96,9 @@ def test_one_run_is_re_measured(tmp_path, committed):
     assert sentence["seed"] == 0
     assert again["mlm_accuracy"] == pytest.approx(sentence["mlm_accuracy"], abs=0.03)
     for probe in PROBES:
-        assert again["probes"][probe] == pytest.approx(before["probes"][probe], abs=0.03), probe
+        gaps = [abs(a - b) for a, b in zip(again["probes"][probe], before["probes"][probe], strict=True)]
+        assert sum(gaps) / len(gaps) < 0.03 and max(gaps) < 0.1, (
+            probe,
+            again["probes"][probe],
+            before["probes"][probe],
+        )

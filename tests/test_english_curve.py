@@ -1,0 +1,45 @@
+"""The committed curve of ``word2bert.scripts.english_curve``: what BERT needs to tell senses apart in English."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from word2bert.bert import BertConfig, BertForPreTraining, count_parameters
+from word2bert.data import WordNet, plain_sense_occurrences, wordnet_available
+from word2bert.probes import chance_level
+from word2bert.scripts import english_curve
+
+committed = json.loads(english_curve.RESULTS.read_text(encoding="utf-8"))["runs"]
+
+
+@pytest.mark.parametrize("run", committed, ids=lambda r: f"{r['vocab_size']}-{r['hidden']}-{r['words']}-{r['steps']}")
+def test_each_run_is_a_grid_point_with_every_layer_scored(run):
+    assert (run["vocab_size"], run["hidden"], run["words"], run["short_steps"]) in english_curve.GRID
+    assert run["steps"] == run["short_steps"] + run["short_steps"] // 10
+    for probe in ("wordnet", "plain", "toy_world"):
+        scores = run["probes"][probe]
+        assert len(scores["mean"]) == len(scores["std"]) == 5, "the embeddings and four blocks"
+        assert all(0 <= m <= 1 for m in scores["mean"])
+
+
+@pytest.mark.parametrize("run", committed, ids=lambda r: f"{r['vocab_size']}-{r['hidden']}")
+def test_the_recorded_sizes_are_the_models(run):
+    """The parameter count is BERT's at the recorded width and vocabulary, as the script built it."""
+    config = BertConfig(
+        vocab_size=run["vocab_size"],
+        hidden_size=run["hidden"],
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=4 * run["hidden"],
+        max_position_embeddings=128,
+    )
+    assert count_parameters(BertForPreTraining(config)) == run["parameters"]
+
+
+@pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 is not installed (make setup)")
+def test_the_chance_levels_are_the_benchmarks():
+    for run in committed:
+        assert run["chance"]["wordnet"] == pytest.approx(chance_level(WordNet().sense_occurrences(pos=None)))
+        assert run["chance"]["plain"] == pytest.approx(chance_level(plain_sense_occurrences()))
