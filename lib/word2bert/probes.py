@@ -95,23 +95,6 @@ def sense_probe(
     return ProbeResult("sense (toy world)", torch.tensor(rows))
 
 
-def wordnet_sense_probe(model: Embedder, occurrences: Sequence[SenseOccurrence]) -> ProbeResult:
-    """Leave-one-out nearest-sense accuracy per layer on WordNet usage examples (``WordNet().sense_occurrences()``):
-    each example is labelled by the centroids of all the other examples."""
-    feats = embed_occurrences(model, occurrences)
-    scores = []
-    for layer in range(feats.shape[0]):
-        correct = 0
-        for i, o in enumerate(occurrences):
-            rest = [j for j in range(len(occurrences)) if j != i and occurrences[j].word == o.word]
-            rest_occ = [occurrences[j] for j in rest]
-            if len({r.sense for r in rest_occ}) < 2:
-                continue
-            correct += nearest_sense_accuracy(feats[layer, rest], rest_occ, feats[layer, i : i + 1], [o])
-        scores.append(correct / len(occurrences))
-    return ProbeResult("sense (WordNet)", torch.tensor([scores]))
-
-
 def split_by_sense(
     occurrences: Sequence[SenseOccurrence], seed: int
 ) -> tuple[list[SenseOccurrence], list[SenseOccurrence]]:
