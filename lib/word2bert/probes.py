@@ -128,7 +128,7 @@ def english_sense_probe(
     """The real-English sense probe per layer: for each seed, :func:`split_by_sense`, centroids from one half,
     nearest sense for the other, only a word's own senses competing (``nearest_sense_accuracy``). The
     occurrences are WordNet's held-out usage examples (``WordNet().sense_occurrences(pos=None)``) or any others;
-    the score to beat is ``chance_level`` of the labelled half."""
+    the score to beat is about their ``chance_level``."""
     feats = embed_occurrences(model, occurrences)
     row_of = {id(o): i for i, o in enumerate(occurrences)}
     rows = []

@@ -33,6 +33,7 @@ def cosine_table(model: Embedder, word: str, sentences: Sequence[str]) -> str:
 def plot_senses(model: Embedder, occurrences: Sequence[SenseOccurrence], words: Sequence[str], layer: int, axes):
     """For each word, its occurrences' vectors in ``layer`` projected onto their two principal components, one
     colour per gold sense: do the senses fall apart?"""
+    occurrences = [o for o in occurrences if o.word in words]
     vectors = embed_occurrences(model, occurrences)[layer]
     for ax, word in zip(axes, words):
         rows = [i for i, o in enumerate(occurrences) if o.word == word]
