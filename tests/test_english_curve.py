@@ -43,3 +43,11 @@ def test_the_chance_levels_are_the_benchmarks():
     for run in committed:
         assert run["chance"]["wordnet"] == pytest.approx(chance_level(WordNet().sense_occurrences(pos=None)))
         assert run["chance"]["plain"] == pytest.approx(chance_level(plain_sense_occurrences()))
+
+
+def test_the_reference_is_scored_on_both_benchmarks_at_every_layer():
+    """The real pre-trained model beside the curve: its layers' scores, the embeddings' included."""
+    reference = json.loads(english_curve.RESULTS.read_text(encoding="utf-8"))["reference"]
+    for probe in ("wordnet", "plain"):
+        assert len(reference["probes"][probe]["mean"]) == reference["layers"] + 1
+    assert reference["parameters"] > 10_000_000
