@@ -106,11 +106,12 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--reference", type=Path, default=default_reference(), help="a Hugging Face BERT model's folder")
+    p.add_argument("--no-reference", action="store_true", help="keep the results' reference as it is")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     results = json.loads(args.results.read_text(encoding="utf-8")) if args.results.exists() else {"runs": []}
-    if args.reference:
+    if args.reference and not args.no_reference:
         results["reference"] = reference_scores(args.reference)
     runs = results["runs"]
     for k in args.points:
