@@ -43,12 +43,12 @@ GRID = [
 ]
 
 
-def measure(vocab: int, hidden: int, words: int, steps: int, english: float, threads: int | None) -> dict:
+def measure(vocab: int, hidden: int, words: int, steps: int, english: float, threads: int | None, keep=None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "bert.safetensors"
+        out = Path(keep or tmp) / f"bert-{vocab}-{hidden}-{words}-{steps}.safetensors"
         argv = ["--vocab-size", str(vocab), "--hidden", str(hidden), "--num-tokens", str(words)]
         argv += ["--steps", str(steps), "--long-steps", str(steps // 10), "--english-fraction", str(english)]
-        argv += ["--wordnet-fraction", "0", "--eval-every", "0", "--no-card", "--out", str(out)]
+        argv += ["--wordnet-fraction", "0", "--eval-every", "0", "--out", str(out)] + ([] if keep else ["--no-card"])
         argv += ["--threads", str(threads)] if threads else []
         started = time.time()
         metrics = pretrain_bert.main(argv)
@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--reference", type=Path, default=default_reference(), help="a Hugging Face BERT model's folder")
     p.add_argument("--no-reference", action="store_true", help="keep the results' reference as it is")
+    p.add_argument("--keep", type=Path, default=None, help="keep each run's model and card in this folder")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> dict:
         results["reference"] = reference_scores(args.reference)
     runs = results["runs"]
     for k in args.points:
-        run = measure(*GRID[k], args.english_fraction, args.threads)
+        run = measure(*GRID[k], args.english_fraction, args.threads, args.keep)
         runs = [r for r in runs if [r[x] for x in ("vocab_size", "hidden", "words", "short_steps")] != list(GRID[k])]
         runs.append(run)
         results["runs"] = runs
