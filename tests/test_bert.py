@@ -182,6 +182,19 @@ def test_checkpoint_round_trip(trained, tmp_path):
     assert loaded.tokenizer.vocab == model.tokenizer.vocab and loaded.config == model.config
 
 
+def test_a_half_precision_checkpoint_is_half_the_size_and_leaves_the_model_alone(trained, tmp_path):
+    model, _ = trained
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    full = bert.save(model, tmp_path / "full.safetensors")
+    half = bert.save(model, tmp_path / "half.safetensors", torch.float16)
+    assert all(v.dtype == torch.float32 and torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    assert half.stat().st_size < 0.55 * full.stat().st_size
+    loaded = bert.load(half, device="cpu")
+    assert all(p.dtype == torch.float32 for p in loaded.parameters()), "weights come back in the model's dtype"
+    for k, v in loaded.state_dict().items():
+        torch.testing.assert_close(v, before[k].half().float(), atol=0, rtol=0, msg=f"{k}: fp16 rounding only")
+
+
 def test_embed_sentence_pools_pieces_drops_specials_and_sees_both_sides(trained):
     model, _ = trained
     a = model.embed_sentence(["the", "cat", "sat", "on", "the", "mat"])

@@ -274,10 +274,11 @@ HF_NAMES = [
 ]
 
 
-def save(model: BertForPreTraining, path: str | Path) -> Path:
-    """A safetensors checkpoint holding the weights, the config and the WordPiece vocabulary."""
+def save(model: BertForPreTraining, path: str | Path, dtype: torch.dtype | None = None) -> Path:
+    """A safetensors checkpoint holding the weights (in ``dtype``, if given), the config and the WordPiece
+    vocabulary."""
     extra = {"vocab": model.tokenizer.vocab, "lowercase": model.tokenizer.lowercase} if model.tokenizer else {}
-    return save_checkpoint(path, model, model.config, extra)
+    return save_checkpoint(path, model, model.config, extra, dtype)
 
 
 def load(path: str | Path, device: str | torch.device | None = None) -> BertForPreTraining:

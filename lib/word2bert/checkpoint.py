@@ -6,6 +6,7 @@ and ``extra`` (anything else small the model needs, e.g. a vocabulary), so a fil
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from collections.abc import Callable
@@ -21,12 +22,16 @@ from .device import resolve
 M = TypeVar("M", bound=torch.nn.Module)
 
 
-def save_checkpoint(path: str | Path, model: torch.nn.Module, config: Any, extra: dict | None = None) -> Path:
-    """Write ``model``'s weights and ``config`` (a dataclass) to ``path``. Tied weights are stored once."""
+def save_checkpoint(
+    path: str | Path, model: torch.nn.Module, config: Any, extra: dict | None = None, dtype: torch.dtype | None = None
+) -> Path:
+    """Write ``model``'s weights and ``config`` (a dataclass) to ``path``. Tied weights are stored once. With
+    ``dtype`` (e.g. ``torch.float16``, half the bytes) the floating-point weights are stored in it and the model
+    itself is untouched; loading casts them back to the model's own dtype."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     metadata = {"config": json.dumps(dataclasses.asdict(config)), "extra": json.dumps(extra or {})}
-    save_model(model, str(path), metadata=metadata)
+    save_model(copy.deepcopy(model).to(dtype) if dtype else model, str(path), metadata=metadata)
     return path
 
 

@@ -136,7 +136,7 @@ WORD_OBJECTIVES = {o.name: o for o in (CAUSAL_LM, MLM, TWO_TOWER_LM)}
 def save(model: BertForPreTraining, objective: WordObjective, path: str | Path) -> Path:
     """A half-precision checkpoint of an ablation model (config, vocabulary and objective in its metadata)."""
     extra = {"vocab": model.tokenizer.vocab, "lowercase": model.tokenizer.lowercase, "objective": objective.name}
-    return save_checkpoint(path, copy.deepcopy(model).half(), model.config, extra)
+    return save_checkpoint(path, model, model.config, extra, torch.float16)
 
 
 def load(path: str | Path, device: str | torch.device | None = None) -> BertForPreTraining:

@@ -35,6 +35,25 @@ def make_parser(doc: str | None, checkpoint: Path, num_tokens: int) -> tuple[arg
     return p, groups
 
 
+def text_source(args: argparse.Namespace) -> str:
+    """The model card's words for the pre-training text that ``--num-tokens``, ``--wordnet-fraction``,
+    ``--english-fraction`` and ``--seed`` chose: the call that builds it, and what is in it."""
+    call = (
+        f"`word2bert.data.pretraining_documents({args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, "
+        f"seed={args.seed}, english_fraction={args.english_fraction})`"
+    )
+    parts = ["the toy world's training templates"]
+    if args.wordnet_fraction:
+        parts.append(f"{args.wordnet_fraction:.0%} WordNet 3.0 glosses and usage examples, benchmark ones included")
+    if args.english_fraction:
+        parts.append(
+            f"{args.english_fraction:.0%} ordinary English from WordNet, GCIDE and fortune (`word2bert.data.english`: "
+            "cleaned, near-duplicates dropped, the real-English sense benchmark held out)"
+        )
+    # a source whose Debian package is missing gives no text, and the toy world fills its share
+    return f"{call}: " + ", ".join(parts) + "; the toy world fills the share of any source not installed"
+
+
 def save_card(
     checkpoint: str | Path,
     *,

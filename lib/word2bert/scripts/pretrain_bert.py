@@ -28,7 +28,7 @@ from word2bert.pretraining import (
     pretrain,
     tokenize_documents,
 )
-from word2bert.scripts.common import make_parser, save_card
+from word2bert.scripts.common import make_parser, save_card, text_source
 from word2bert.training import TrainConfig
 from word2bert.wordpiece import WordPieceTokenizer
 
@@ -191,10 +191,8 @@ def write_card(args: argparse.Namespace, config: BertConfig, train_configs: list
             "with its WordPiece vocabulary in the checkpoint's metadata. For teaching only."
         ),
         data=[
-            f"{metrics['train_words']:,} words of training documents from `word2bert.data.pretraining_documents("
-            f"{args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, seed={args.seed})`: the toy world's "
-            "training templates plus WordNet 3.0 glosses and usage examples (toy world only when WordNet is "
-            f"absent); {args.eval_fraction:.0%} of the documents held out for the accuracies below.",
+            f"{metrics['train_words']:,} words of training documents from {text_source(args)}; "
+            f"{args.eval_fraction:.0%} of the documents held out for the accuracies below.",
             f"WordPiece vocabulary of {metrics['vocab_size']} pieces trained on the training documents.",
             f"NSP instances per phase (max. pieces: count): "
             f"{', '.join(f'{n}: {c:,}' for (n, _), c in zip(phases(args), metrics['train_instances']))}; dupe "

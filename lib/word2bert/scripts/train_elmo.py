@@ -25,7 +25,7 @@ from word2bert.data import ToyWorld, Vocab, WordNet, pretraining_documents, word
 from word2bert.device import resolve, seed_everything
 from word2bert.elmo import BiLM, ElmoConfig
 from word2bert.probes import english_sense_probe, pos_probe, sense_probe
-from word2bert.scripts.common import make_parser, save_card
+from word2bert.scripts.common import make_parser, save_card, text_source
 from word2bert.training import TrainConfig
 
 
@@ -138,12 +138,7 @@ def write_card(
             "`embed_sentence(tokens)` gives 3 layers: the token layer, LSTM 1 and LSTM 2. For teaching only."
         ),
         data=[
-            (
-                f"{metrics['train_words']:,} words in {metrics['sentences']:,} sentences from "
-                f"`word2bert.data.pretraining_documents({args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, "
-                f"seed={args.seed})`: the toy world's training templates plus WordNet 3.0 glosses and usage examples "
-                "(toy world only when WordNet is absent)."
-            ),
+            (f"{metrics['train_words']:,} words in {metrics['sentences']:,} sentences from {text_source(args)}."),
             (
                 f"Output vocabulary: {metrics['vocab_size']:,} words seen at least {args.min_count} times (with the "
                 "special tokens); the character encoder reads UTF-8 bytes, so it needs no vocabulary."

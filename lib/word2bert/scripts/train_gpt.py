@@ -25,7 +25,7 @@ from word2bert.bpe import ENDOFTEXT, BPETokenizer
 from word2bert.data import ToyWorld, pretraining_documents
 from word2bert.device import resolve, seed_everything
 from word2bert.gpt import GPT, GPTConfig, document_text, evaluate, token_stream, windows
-from word2bert.scripts.common import make_parser, save_card
+from word2bert.scripts.common import make_parser, save_card, text_source
 from word2bert.training import TrainConfig, train
 
 
@@ -150,10 +150,7 @@ def write_card(
             "BPE tokenizer in the checkpoint's metadata. For teaching only."
         ),
         data=[
-            f"{metrics['train_words']:,} words of training documents from `word2bert.data.pretraining_documents("
-            f"{args.num_tokens}, wordnet_fraction={args.wordnet_fraction}, seed={args.seed})`: "
-            "the toy world's training "
-            "templates plus WordNet 3.0 glosses and usage examples (toy world only when WordNet is absent); "
+            f"{metrics['train_words']:,} words of training documents from {text_source(args)}; "
             f"{args.eval_fraction:.0%} of the documents held out.",
             f"Byte-level BPE vocabulary of {metrics['vocab_size']} tokens (256 bytes, `{ENDOFTEXT}`, merges) trained "
             f"on the training documents; {metrics['train_tokens']:,} training tokens in windows of {args.block_size}, "
