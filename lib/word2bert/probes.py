@@ -123,7 +123,10 @@ def chance_level(occurrences: Sequence[SenseOccurrence]) -> float:
 
 
 def english_sense_probe(
-    model: Embedder, occurrences: Sequence[SenseOccurrence], seeds: Sequence[int] = (0, 1, 2)
+    model: Embedder,
+    occurrences: Sequence[SenseOccurrence],
+    seeds: Sequence[int] = (0, 1, 2),
+    name: str = "sense (WordNet, held out)",
 ) -> ProbeResult:
     """The real-English sense probe per layer: for each seed, :func:`split_by_sense`, centroids from one half,
     nearest sense for the other, only a word's own senses competing (``nearest_sense_accuracy``). The
@@ -136,7 +139,16 @@ def english_sense_probe(
         train, test = split_by_sense(occurrences, seed)
         tr, te = [row_of[id(o)] for o in train], [row_of[id(o)] for o in test]
         rows.append([nearest_sense_accuracy(f[tr], train, f[te], test) for f in feats])
-    return ProbeResult("sense (WordNet, held out)", torch.tensor(rows))
+    return ProbeResult(name, torch.tensor(rows))
+
+
+def english_probes(model: Embedder) -> list[ProbeResult]:
+    """The real-English sense tests a model card reports: WordNet's held-out usage examples (3 halvings, where
+    WordNet is installed) and the book's plain sentences (5 halvings)."""
+    from .data import WordNet, plain_sense_occurrences, wordnet_available
+
+    results = [english_sense_probe(model, WordNet().sense_occurrences(pos=None))] if wordnet_available() else []
+    return results + [english_sense_probe(model, plain_sense_occurrences(), range(5), "sense (plain sentences)")]
 
 
 def _tagged_features(model: Embedder, sentences, control: dict[str, int] | None = None):

@@ -1,6 +1,7 @@
-"""Pre-train the course's small BERT on the toy world and WordNet: WordPiece vocabulary, MLM + NSP, model card.
+"""Pre-train the course's small BERT on the toy world and ordinary English: WordPiece vocabulary, MLM + NSP, card.
 
-    python -m word2bert.scripts.pretrain_bert --probes                   # the committed checkpoint (CPU)
+    make checkpoints                                                     # the committed checkpoint (CPU, ~50 min)
+    python -m word2bert.scripts.pretrain_bert --probes $BERT_RECIPE      # the same (the Makefile's BERT_RECIPE)
     torchrun --nproc_per_node 2 -m word2bert.scripts.pretrain_bert ...   # the same, data-parallel on 2 ranks
 
 Every rank builds the same vocabulary and instances from the same seed; rank 0 writes the checkpoint, its model
@@ -55,7 +56,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     train.add_argument("--dropout", type=float, default=0.0)
     out.add_argument("--metrics", type=Path, default=None, help="also write the results as JSON here")
     out.add_argument("--probes", action="store_true", help="score the sense and POS probes for the model card")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)  # the card's command
+    return args
 
 
 def split_documents(args: argparse.Namespace) -> tuple[list, list]:
@@ -132,6 +135,10 @@ def main(argv: list[str] | None = None) -> dict:
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     model = BertForPreTraining(config, tokenizer)
     evals, losses, train_configs, num_instances = [], [], [], []
+
+    def save(model: BertForPreTraining) -> None:  # half the bytes, and the same scores as in full precision
+        bert.save(model, args.out, torch.float16)
+
     for i, (length, steps) in enumerate(phases(args)):
         train = create_pretraining_instances(train_ids, length, args.seed + i, dupe_factor=args.dupe_factor)
         held_out = create_pretraining_instances(eval_ids, length, args.seed)
@@ -144,7 +151,7 @@ def main(argv: list[str] | None = None) -> dict:
             checkpoint_every=args.checkpoint_every,
             seed=args.seed + i,
         )
-        result = pretrain(model, train, tokenizer, train_config, held_out, device, lambda m: bert.save(m, args.out))
+        result = pretrain(model, train, tokenizer, train_config, held_out, device, save)
         evals += [{**e, "step": e["step"] + len(losses), "seq_length": length} for e in result.evals]
         losses += result.losses
         train_configs.append(train_config)
@@ -166,10 +173,11 @@ def main(argv: list[str] | None = None) -> dict:
     }
     if rank == 0:
         if args.probes:
-            from word2bert.probes import pos_probe, sense_probe
+            from word2bert.probes import english_probes, pos_probe, sense_probe
 
             model.eval()
-            metrics["probes"] = {p.name: {"mean": p.mean, "std": p.std} for p in (sense_probe(model), pos_probe(model))}
+            results = [sense_probe(model), pos_probe(model), *english_probes(model)]
+            metrics["probes"] = {p.name: {"mean": p.mean, "std": p.std, "seeds": len(p.scores)} for p in results}
         if args.metrics:
             args.metrics.write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         if not args.no_card:
@@ -208,7 +216,7 @@ def write_card(args: argparse.Namespace, config: BertConfig, train_configs: list
             f"in {metrics['minutes']:.1f} min.",
         ],
         script="word2bert.scripts.pretrain_bert",
-        argv=sys.argv[1:],
+        argv=args.argv,
         world_size=metrics["world_size"],
         metrics_title=f"Metrics (held-out documents, {args.max_seq_length} pieces, fixed masks)",
         metrics=[
@@ -218,7 +226,7 @@ def write_card(args: argparse.Namespace, config: BertConfig, train_configs: list
             f"NSP accuracy: {e.get('nsp_accuracy', float('nan')):.3f}",
         ],
         probes={
-            f"Probe, {name} (held-out templates, seeds 0-2, per layer)": p
+            f"Probe, {name} ({p['seeds']} seeds or halvings, per layer)": p
             for name, p in metrics.get("probes", {}).items()
         },
         notes=[

@@ -21,10 +21,10 @@ from pathlib import Path
 import torch
 
 from word2bert import elmo
-from word2bert.data import ToyWorld, Vocab, WordNet, pretraining_documents, wordnet_available
+from word2bert.data import ToyWorld, Vocab, pretraining_documents
 from word2bert.device import resolve, seed_everything
 from word2bert.elmo import BiLM, ElmoConfig
-from word2bert.probes import english_sense_probe, pos_probe, sense_probe
+from word2bert.probes import english_probes, pos_probe, sense_probe
 from word2bert.scripts.common import make_parser, save_card, text_source
 from word2bert.training import TrainConfig
 
@@ -59,8 +59,7 @@ def probe_scores(model: BiLM, args: argparse.Namespace) -> dict:
     if not seeds:
         return {}
     results = [sense_probe(model, seeds, args.sense_n, args.sense_n), pos_probe(model, seeds, args.pos_n, args.pos_n)]
-    if wordnet_available():
-        results.append(english_sense_probe(model, WordNet().sense_occurrences(pos=None)))
+    results += english_probes(model)
     return {r.name: {"mean": r.mean, "std": r.std, "seeds": len(r.scores)} for r in results}
 
 
