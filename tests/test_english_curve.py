@@ -65,6 +65,10 @@ def test_the_comparison_pages_reading_holds():
     for probe in ("wordnet", "plain"):
         assert best(wider, probe) < best(course, probe) + 0.02
         assert best(longer, probe) > max(best(course, probe), best(wider, probe)) + 0.03
+    longest = runs[8000, 2_000_000, 27000]
+    assert best(longest, "wordnet") > best(longer, "wordnet") + 0.02, "nine times the steps helped on WordNet"
+    assert abs(best(longest, "plain") - best(longer, "plain")) < 0.03, "and not on the plain sentences"
+    assert 0.6 < best(longest, "plain") < 0.73, "which stay near two in three"
     reference = json.loads(english_curve.RESULTS.read_text(encoding="utf-8"))["reference"]
     assert max(reference["probes"]["plain"]["mean"]) > 0.9
     assert max(reference["probes"]["wordnet"]["mean"]) < 0.7

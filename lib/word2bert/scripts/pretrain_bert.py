@@ -1,7 +1,7 @@
-"""Pre-train the course's small BERT on the toy world and ordinary English: WordPiece vocabulary, MLM + NSP, card.
+"""Pre-train the course's small BERT on the toy world, WordNet and ordinary English: WordPiece vocabulary, MLM + NSP,
+model card.
 
-    make checkpoints                                                     # the committed checkpoint (CPU, ~50 min)
-    python -m word2bert.scripts.pretrain_bert --probes $BERT_RECIPE      # the same (the Makefile's BERT_RECIPE)
+    python -m word2bert.scripts.pretrain_bert --probes                   # the committed checkpoint (CPU, 6 min)
     torchrun --nproc_per_node 2 -m word2bert.scripts.pretrain_bert ...   # the same, data-parallel on 2 ranks
 
 Every rank builds the same vocabulary and instances from the same seed; rank 0 writes the checkpoint, its model
