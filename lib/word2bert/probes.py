@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .data import POS_TAGS, SenseOccurrence, ToyWorld
+from .data import POS_TAGS, SenseOccurrence, ToyWorld, WordNet, plain_sense_occurrences, wordnet_available
 from .embedding import Embedder
 
 
@@ -145,8 +145,6 @@ def english_sense_probe(
 def english_probes(model: Embedder) -> list[ProbeResult]:
     """The real-English sense tests a model card reports: WordNet's held-out usage examples (3 halvings, where
     WordNet is installed) and the book's plain sentences (5 halvings)."""
-    from .data import WordNet, plain_sense_occurrences, wordnet_available
-
     results = [english_sense_probe(model, WordNet().sense_occurrences(pos=None))] if wordnet_available() else []
     return results + [english_sense_probe(model, plain_sense_occurrences(), range(5), "sense (plain sentences)")]
 
