@@ -1,8 +1,14 @@
 """Pre-train the course's small BERT on the toy world, WordNet and ordinary English: WordPiece vocabulary, MLM + NSP,
 model card.
 
-    python -m word2bert.scripts.pretrain_bert --probes                   # the committed checkpoint (CPU, 6 min)
+    python -m word2bert.scripts.pretrain_bert --threads 1 --probes       # a small BERT on the toy world (CPU, 6 min)
+    python -m word2bert.scripts.pretrain_bert --threads 1 --probes --vocab-size 8000 --num-tokens 2000000 \
+        --english-fraction 0.5 --wordnet-fraction 0 --steps 27000 --long-steps 2700 --eval-every 0
+                                                                        # the committed checkpoint (CPU, 52 min)
     torchrun --nproc_per_node 2 -m word2bert.scripts.pretrain_bert ...   # the same, data-parallel on 2 ranks
+
+The defaults are the course's first recipe (3,000 pieces, 400k words, a quarter of them WordNet's, 3,300 steps); the
+committed checkpoint's command is the second line, chosen from the curve of ``word2bert.scripts.english_curve``.
 
 Every rank builds the same vocabulary and instances from the same seed; rank 0 writes the checkpoint, its model
 card (``bert.md`` next to it) and, with ``--metrics``, a JSON file of the results.
