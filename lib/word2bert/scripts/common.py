@@ -48,7 +48,8 @@ def text_source(args: argparse.Namespace) -> str:
     if args.english_fraction:
         parts.append(
             f"{args.english_fraction:.0%} ordinary English from WordNet, GCIDE and fortune (`word2bert.data.english`: "
-            "cleaned, near-duplicates dropped, the real-English sense benchmark held out)"
+            "cleaned, near-duplicates dropped, the real-English sense benchmark held out; licences: WordNet 3.0's own, "
+            "GCIDE GPL-2.0-or-later, fortune BSD, as the book's licences page records)"
         )
     # a source whose Debian package is missing gives no text, and the toy world fills its share
     return f"{call}: " + ", ".join(parts) + "; the toy world fills the share of any source not installed"
