@@ -325,10 +325,10 @@ def perplexity(model: BiLM, sentences: Sequence[Sequence[str]], batch_size: int 
     return {"forward": math.exp(fwd), "backward": math.exp(bwd), "mean": math.exp((fwd + bwd) / 2)}
 
 
-def save(model: BiLM, path: str | Path, extra: dict | None = None) -> Path:
-    """A safetensors checkpoint with the weights, the config, the word vocabulary (and anything in ``extra``).
-    Characters need no vocabulary: they are UTF-8 bytes."""
-    return save_checkpoint(path, model, model.config, {**(extra or {}), "vocab": model.vocab.to_json()})
+def save(model: BiLM, path: str | Path, extra: dict | None = None, dtype: torch.dtype | None = None) -> Path:
+    """A safetensors checkpoint with the weights (in ``dtype``, if given), the config, the word vocabulary (and
+    anything in ``extra``). Characters need no vocabulary: they are UTF-8 bytes."""
+    return save_checkpoint(path, model, model.config, {**(extra or {}), "vocab": model.vocab.to_json()}, dtype)
 
 
 def load(path: str | Path, device: str | torch.device | None = None) -> BiLM:

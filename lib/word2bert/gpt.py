@@ -312,10 +312,10 @@ def from_hf(model) -> GPT:
     return load_converted(ours, state, "the Hugging Face GPT2LMHeadModel").to(model.device)
 
 
-def save(model: GPT, path: str | Path) -> Path:
-    """A safetensors checkpoint holding the weights, the config and the tokenizer."""
+def save(model: GPT, path: str | Path, dtype: torch.dtype | None = None) -> Path:
+    """A safetensors checkpoint holding the weights (in ``dtype``, if given), the config and the tokenizer."""
     extra = {"tokenizer": model.tokenizer.to_dict()} if model.tokenizer is not None else {}
-    return save_checkpoint(path, model, model.config, extra)
+    return save_checkpoint(path, model, model.config, extra, dtype)
 
 
 def load(path: str | Path, device: str | torch.device | None = None) -> GPT:

@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> dict:
         "probes": probe_scores(model, args),
         "minutes": (time.time() - started) / 60,
     }
-    elmo.save(model, args.out, {"metrics": {k: v for k, v in metrics.items() if k != "history"}})
+    # half the bytes, and the card's numbers to the digits shown
+    elmo.save(model, args.out, {"metrics": {k: v for k, v in metrics.items() if k != "history"}}, torch.float16)
     metrics["checkpoint_bytes"] = Path(args.out).stat().st_size
     if not args.no_card:
         write_card(args, argv, config, train_config, metrics)
