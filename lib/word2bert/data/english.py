@@ -34,6 +34,9 @@ from .wordnet import WordNet, wordnet_available
 
 GCIDE = Path("/usr/share/dictd/gcide.dict.dz")
 FORTUNES = Path("/usr/share/games/fortunes")
+# each source's licence, as the model cards of checkpoints trained on this text state it (the book's licences
+# page gives the full terms)
+LICENCES = ("WordNet 3.0's own", "GCIDE GPL-2.0-or-later", "fortune BSD")
 # the fortune files that are prose (the others are ASCII art, word lists or not English)
 FORTUNE_FILES = (
     "fortunes",

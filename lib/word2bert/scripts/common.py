@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from word2bert.data.english import LICENCES
+
 
 def make_parser(doc: str | None, checkpoint: Path, num_tokens: int) -> tuple[argparse.ArgumentParser, dict]:
     """A parser with the shared options, and its groups ("data", "model", "training", "output") for each
@@ -48,8 +50,8 @@ def text_source(args: argparse.Namespace) -> str:
     if args.english_fraction:
         parts.append(
             f"{args.english_fraction:.0%} ordinary English from WordNet, GCIDE and fortune (`word2bert.data.english`: "
-            "cleaned, near-duplicates dropped, the real-English sense benchmark held out; licences: WordNet 3.0's own, "
-            "GCIDE GPL-2.0-or-later, fortune BSD, as the book's licences page records)"
+            f"cleaned, near-duplicates dropped, the real-English sense benchmark held out; licences: "
+            f"{', '.join(LICENCES)}, as the book's licences page records)"
         )
     # a source whose Debian package is missing gives no text, and the toy world fills its share
     return f"{call}: " + ", ".join(parts) + "; the toy world fills the share of any source not installed"
