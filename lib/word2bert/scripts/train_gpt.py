@@ -1,7 +1,15 @@
-"""Train the course's small GPT on the toy world and WordNet: byte-level BPE vocabulary, next-token loss, model card.
+"""Train the course's small GPT on the toy world, WordNet and ordinary English: byte-level BPE vocabulary,
+next-token loss, model card.
 
-    python -m word2bert.scripts.train_gpt            # the committed checkpoint (CPU, a few minutes)
+    python -m word2bert.scripts.train_gpt --threads 1 --probes    # a small GPT on the toy world (CPU, 10 min)
+    python -m word2bert.scripts.train_gpt --threads 1 --probes --vocab-size 8000 --num-tokens 2000000 \
+        --english-fraction 0.5 --wordnet-fraction 0 --steps 4000 --warmup-steps 300
+                                                                  # the committed checkpoint (CPU, about an hour)
     python -m word2bert.scripts.train_gpt --num-tokens 20000 --steps 20 --layers 1 --out /tmp/gpt.safetensors
+
+The defaults are the course's first recipe (2,048 tokens, a million words, a quarter of them WordNet's, 600 steps);
+the committed checkpoint's command is the second line: the vocabulary and data of the committed BERT, read for
+enough steps that the English half moves its sense probes (as ``word2bert.scripts.english_curve`` measured for BERT).
 
 The documents are joined into one stream of BPE tokens, separated by ``<|endoftext|>`` (as GPT-2's WebText), and
 cut into windows of ``--block-size`` tokens. Two held-out sets are scored: documents of the same mixture the
@@ -118,10 +126,15 @@ def main(argv: list[str] | None = None) -> dict:
         "checkpoint_bytes": Path(args.out).stat().st_size,
     }
     if args.probes:
-        from word2bert.probes import sense_probe
+        from word2bert.probes import english_probes, sense_probe
 
         metrics["probes"] = {
-            cue: {"mean": r.mean, "std": r.std} for cue in ("left", "right") for r in [sense_probe(model, cue=cue)]
+            f"Sense probe, {cue} cues (held-out templates, seeds 0-2, per layer)": {"mean": r.mean, "std": r.std}
+            for cue in ("left", "right")
+            for r in [sense_probe(model, cue=cue)]
+        } | {
+            f"Probe, {r.name} ({len(r.scores)} halvings, per layer)": {"mean": r.mean, "std": r.std}
+            for r in english_probes(model)
         }
     if not args.no_card:
         write_card(args, argv, config, train_config, metrics, model)
@@ -175,10 +188,7 @@ def write_card(
                 for name, loss in metrics["loss"].items()
             ),
         ],
-        probes={
-            f"Sense probe, {cue} cues (held-out templates, seeds 0-2, per layer)": p
-            for cue, p in metrics.get("probes", {}).items()
-        },
+        probes=metrics.get("probes", {}),
         notes=[
             f'Sample (prompt "{prompt}", temperature 0.8, seed 0): {text!r}',
             "Re-running the command on a CPU gives these numbers up to small floating-point differences (thread counts "
