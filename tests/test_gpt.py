@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import perturbed
 from safetensors import safe_open
 from safetensors.torch import save_file
@@ -74,6 +75,22 @@ def test_padding_does_not_change_the_real_tokens(ours):
         padded = ours(ids, mask)
         torch.testing.assert_close(padded[1, 4:], ours(ids[1:2, 4:])[0], **TOL)
         torch.testing.assert_close(padded[2, :9], ours(ids[2:3, :9])[0], **TOL)
+
+
+def test_loss_of_a_padded_batch_is_the_loss_of_its_sentences(ours):
+    """Each token predicted from a real token counts once; nothing that a padding position outputs reaches the
+    loss (the first token after left padding has no context, and a query with no key to attend to gives
+    whatever the attention kernel gives, which differs between the CPU and CUDA)."""
+    ids, mask = batch_with_padding()
+    sentences = [ids[0], ids[1, 4:], ids[2, :9]]
+    with torch.no_grad():
+        got = ours.loss(ids, mask)
+        per_token = [F.cross_entropy(ours(s[None])[0, :-1], s[1:], reduction="sum") for s in sentences]
+        want = sum(per_token) / sum(len(s) - 1 for s in sentences)
+        torch.testing.assert_close(got, want, **TOL)
+        # the padding's own tokens and what comes out at its positions play no part
+        scrambled = ids.masked_fill(mask == 0, 7)
+        torch.testing.assert_close(ours.loss(scrambled, mask), got, **TOL)
 
 
 def test_hidden_states_equal_hf(hf, ours):

@@ -120,11 +120,16 @@ class GPT(nn.Module):
         return self.lm_head(self.hidden_states(input_ids, attention_mask, cache)[-1])
 
     def loss(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Mean cross-entropy of predicting each token from the ones before it (padding targets ignored)."""
+        """Mean cross-entropy of predicting each token from the ones before it.
+
+        With an ``attention_mask``, a target counts only where it and the position predicting it are both tokens:
+        a padding position attends to no key, so what it outputs is up to the attention kernel (the CPU's and
+        CUDA's differ), and the first token after left padding has no context to be predicted from.
+        """
         logits = self(input_ids, attention_mask)[:, :-1]
         targets = input_ids[:, 1:]
         if attention_mask is not None:
-            targets = targets.masked_fill(attention_mask[:, 1:] == 0, -100)
+            targets = targets.masked_fill((attention_mask[:, :-1] == 0) | (attention_mask[:, 1:] == 0), -100)
         return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
 
     @torch.no_grad()
