@@ -63,3 +63,16 @@ def test_finetuning_runs_on_the_gpu():
         # never reach the GPU's parameters, or diverge, stays at or above its start
         late = result.losses[len(result.losses) // 2 :]
         assert sum(late) / len(late) < result.losses[0], (task, result.losses)
+
+
+def test_a_model_on_the_gpu_saves_a_checkpoint(tmp_path):
+    """On a GPU, cuDNN keeps an LSTM's weights as views of one flat buffer, which safetensors refuses to save;
+    `save_checkpoint` writes from a CPU copy (ELMo trained on an H100 failed to save before it did)."""
+    from word2bert import elmo
+
+    model = elmo.pretrained(device=DEVICE)
+    path = elmo.save(model, tmp_path / "elmo.safetensors", dtype=torch.float16)
+    loaded = elmo.load(path, device="cpu")
+    assert loaded.config == model.config
+    for name, weight in model.state_dict().items():
+        torch.testing.assert_close(loaded.state_dict()[name], weight.cpu().half().float(), msg=name)

@@ -27,11 +27,12 @@ def save_checkpoint(
 ) -> Path:
     """Write ``model``'s weights and ``config`` (a dataclass) to ``path``. Tied weights are stored once. With
     ``dtype`` (e.g. ``torch.float16``, half the bytes) the floating-point weights are stored in it and the model
-    itself is untouched; loading casts them back to the model's own dtype."""
+    itself is untouched; loading casts them back to the model's own dtype. The weights are written from a copy on
+    the CPU: on a GPU, cuDNN keeps an LSTM's weights in one flat buffer, which safetensors refuses to save."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     metadata = {"config": json.dumps(dataclasses.asdict(config)), "extra": json.dumps(extra or {})}
-    save_model(copy.deepcopy(model).to(dtype) if dtype else model, str(path), metadata=metadata)
+    save_model(copy.deepcopy(model).to(device="cpu", dtype=dtype), str(path), metadata=metadata)
     return path
 
 

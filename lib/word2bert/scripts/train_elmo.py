@@ -1,7 +1,13 @@
-"""Train the course's small ELMo on the toy world and WordNet: word vocabulary, biLM loss, probes, model card.
+"""Train the course's small ELMo on the toy world, WordNet and ordinary English: word vocabulary, biLM loss, probes,
+model card.
 
-    python -m word2bert.scripts.train_elmo           # the committed checkpoint (CPU, a few minutes)
+    python -m word2bert.scripts.train_elmo --threads 1    # a small ELMo on the toy world (CPU, a few minutes)
+    python -m word2bert.scripts.train_elmo --num-tokens 1000000 --english-fraction 0.5 --wordnet-fraction 0 \
+        --vocab-size 12000 --epochs 5       # the committed checkpoint (4 minutes on a GPU, 2-3 hours on a CPU)
     python -m word2bert.scripts.train_elmo --num-tokens 5000 --epochs 1 --dim 16 --out /tmp/elmo.safetensors
+
+The defaults are the course's first recipe (300,000 words, a quarter of them WordNet's, 2 epochs); the committed
+checkpoint's command is the second line: the English mixture of the committed GPT and BERT, read five times.
 
 Every sentence is read as ``<s> words </s>``. The softmax predicts words of a vocabulary built from the training
 text (rarer words become ``<unk>``); the character encoder reads any word. Perplexity is scored on documents
