@@ -19,7 +19,15 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .data import POS_TAGS, SenseOccurrence, ToyWorld, WordNet, plain_sense_occurrences, wordnet_available
+from .data import (
+    POS_TAGS,
+    SenseOccurrence,
+    ToyWorld,
+    WordNet,
+    plain_sense_occurrences,
+    pretraining_documents,
+    wordnet_available,
+)
 from .embedding import Embedder
 
 
@@ -219,13 +227,15 @@ def pos_probe(
     return ProbeResult("part of speech" + " (control task)" * control, torch.tensor(rows))
 
 
-def course_models(device=None, word2vec_tokens: int = 60_000) -> dict[str, Embedder]:
+def course_models(device=None, word2vec_tokens: int = 120_000) -> dict[str, Embedder]:
     """The four models of the course, ready for side-by-side probes: a word2vec trained here on ``word2vec_tokens``
-    tokens of the toy world (a few seconds), and the committed ELMo, GPT and BERT checkpoints."""
+    tokens of the checkpoints' mixture, half toy world and half ordinary English (a few seconds once the English
+    corpus is read), and the committed ELMo, GPT and BERT checkpoints."""
     from . import bert, elmo, gpt
     from .word2vec import Word2Vec
 
-    corpus = [sentence for document in ToyWorld(0).corpus(word2vec_tokens) for sentence in document]
+    documents = pretraining_documents(word2vec_tokens, wordnet_fraction=0.0, english_fraction=0.5)
+    corpus = [sentence for document in documents for sentence in document]
     return {
         "word2vec": Word2Vec(
             corpus, vector_size=64, window=5, min_count=2, epochs=2, seed=0, device=device, progress=False
