@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -94,3 +95,9 @@ def perturbed(model):
         for p in model.parameters():
             p.normal_(0.0, 0.1)
     return model.eval()
+
+
+def card_corpus(card: str) -> tuple[int, int]:
+    """``(num_tokens, seed)`` of the ``pretraining_documents`` call a model card says its checkpoint read."""
+    found = re.search(r"pretraining_documents\((\d+), wordnet_fraction=[\d.]+, seed=(\d+)", card)
+    return int(found.group(1)), int(found.group(2))

@@ -7,11 +7,13 @@ import re
 
 import pytest
 import torch
+from conftest import card_corpus
 
 from word2bert import elmo
 from word2bert.data import ToyWorld, Vocab
 from word2bert.elmo import BiLM, ElmoConfig, ScalarMix, make_batch, reverse_padded, word_char_ids
 from word2bert.probes import sense_probe
+from word2bert.scripts import train_elmo
 from word2bert.training import TrainConfig
 from word2bert.word2vec import Word2Vec
 
@@ -179,11 +181,8 @@ def test_committed_checkpoint_gives_the_perplexity_of_its_card(pretrained):
     checkpoint was trained (on a GPU, in fp32)."""
     card = elmo.CHECKPOINT.with_suffix(".md").read_text(encoding="utf-8")
     assert str(pretrained.config) in card, "the model card describes another configuration"
-    num_tokens, seed = map(
-        int, re.search(r"pretraining_documents\((\d+), wordnet_fraction=[\d.]+, seed=(\d+)", card).groups()
-    )
     reported = float(re.search(r"held-out toy-world templates: .*?mean ([\d.]+)", card).group(1))
-    held_out = [s for d in ToyWorld(seed).corpus(max(2000, num_tokens // 20), "heldout") for s in d]
+    held_out = train_elmo.held_out_sentences(*card_corpus(card))
     assert elmo.perplexity(pretrained, held_out)["mean"] == pytest.approx(reported, rel=1e-3)
 
 
@@ -206,8 +205,6 @@ def test_pretrained_elmo_beats_word2vec_on_word_senses(pretrained):
 
 @pytest.mark.slow
 def test_train_script_main_tiny(tmp_path):
-    from word2bert.scripts import train_elmo
-
     out = tmp_path / "elmo.safetensors"
     metrics = train_elmo.main(
         [

@@ -10,6 +10,7 @@ import re
 
 import pytest
 import torch
+from conftest import card_corpus
 
 from word2bert import gpt
 from word2bert.probes import sense_probe
@@ -50,9 +51,7 @@ def test_checkpoint_is_small_and_described_by_its_card(model, card):
 
 def test_checkpoint_gives_the_held_out_loss_of_its_card(model, card):
     """Loading with the current code reproduces the loss measured when the checkpoint was trained."""
-    num_tokens, seed = map(
-        int, re.search(r"pretraining_documents\((\d+), wordnet_fraction=[\d.]+, seed=(\d+)", card).groups()
-    )
+    num_tokens, seed = card_corpus(card)
     reported = float(re.search(r"Held-out templates: loss ([\d.]+)", card).group(1))
     stream = gpt.token_stream(model.tokenizer, train_gpt.held_out_templates(num_tokens, seed))
     loss = gpt.evaluate(model, gpt.windows(stream, model.config.block_size), 64, torch.device("cpu"))

@@ -69,6 +69,12 @@ def probe_scores(model: BiLM, args: argparse.Namespace) -> dict:
     return {r.name: {"mean": r.mean, "std": r.std, "seeds": len(r.scores)} for r in results}
 
 
+def held_out_sentences(num_tokens: int, seed: int) -> list[list[str]]:
+    """The perplexity's text: sentences written only from the toy world's held-out templates, about 5% of
+    ``num_tokens`` words."""
+    return [s for d in ToyWorld(seed).corpus(max(2000, num_tokens // 20), "heldout") for s in d]
+
+
 def main(argv: list[str] | None = None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
@@ -83,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
         for d in pretraining_documents(args.num_tokens, args.wordnet_fraction, args.seed, args.english_fraction)
         for s in d
     ]
-    held_out = [s for d in ToyWorld(args.seed).corpus(max(2000, args.num_tokens // 20), "heldout") for s in d]
+    held_out = held_out_sentences(args.num_tokens, args.seed)
     vocab = Vocab.build(sentences, min_count=args.min_count, max_size=args.vocab_size)
     config = ElmoConfig(
         vocab_size=len(vocab),
