@@ -3,11 +3,13 @@ and the measured gain over static word vectors on the toy world's word senses.""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 import torch
 from conftest import card_corpus
+from safetensors import safe_open
 
 from word2bert import elmo
 from word2bert.data import ToyWorld, Vocab
@@ -201,6 +203,30 @@ def test_pretrained_elmo_beats_word2vec_on_word_senses(pretrained):
     assert static == 0.5  # one vector per word: every sense ties, the tie goes to the first sense
     assert contextual[0] == 0.5  # ELMo's own token layer is static too
     assert max(contextual[1:]) >= static + MARGIN, f"ELMo layers {contextual} vs word2vec {static}"
+
+
+def test_the_committed_recipe_was_run_on_a_cpu_too():
+    """elmo_cpu_run.json is the card's command run again on a CPU (the committed weights came from a GPU): the same
+    data, configuration and steps, and the readings the card and chapter 2's layers page give from it: WordNet the
+    same to 0.01 per layer, the toy world's best LSTM layer still 0.10 above static vectors, but the order of the
+    two LSTM layers there turned round."""
+    run = json.loads((elmo.CHECKPOINT.parent / "elmo_cpu_run.json").read_text(encoding="utf-8"))
+    with safe_open(str(elmo.CHECKPOINT), "pt") as f:
+        committed = json.loads(f.metadata()["extra"])["metrics"]
+        config = json.loads(f.metadata()["config"])
+    card = elmo.CHECKPOINT.with_suffix(".md").read_text(encoding="utf-8")
+    command = re.search(r"```bash\n(.*?)\n```", card, re.S).group(1)
+    assert run["command"] == command + " --device cpu --threads 2"
+    assert run["config"] == config and run["metrics"]["device"] == "cpu" and committed["device"] == "cuda"
+    for key in ("train_words", "sentences", "steps", "parameters", "vocab_size"):
+        assert run["metrics"][key] == committed[key], key
+    probes, ours = run["metrics"]["probes"], committed["probes"]
+    wordnet = "sense (WordNet, held out)"
+    assert probes[wordnet]["mean"] == pytest.approx(ours[wordnet]["mean"], abs=0.01)
+    toy, theirs = ours["sense (toy world)"]["mean"], probes["sense (toy world)"]["mean"]
+    assert toy[0] == theirs[0] == 0.5 and max(theirs[1:]) >= 0.5 + MARGIN
+    assert toy[1] > toy[2] and theirs[2] > theirs[1], "the layers page says the two runs order the layers apart"
+    assert f"{run['metrics']['minutes']:.0f} minutes" in card
 
 
 @pytest.mark.slow
