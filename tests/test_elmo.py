@@ -9,9 +9,9 @@ import re
 import pytest
 import torch
 from conftest import card_corpus
-from safetensors import safe_open
 
 from word2bert import elmo
+from word2bert.checkpoint import read_metadata
 from word2bert.data import ToyWorld, Vocab
 from word2bert.elmo import BiLM, ElmoConfig, ScalarMix, make_batch, reverse_padded, word_char_ids
 from word2bert.probes import sense_probe
@@ -211,9 +211,8 @@ def test_the_committed_recipe_was_run_on_a_cpu_too():
     same to 0.01 per layer, the toy world's best LSTM layer still 0.10 above static vectors, but the order of the
     two LSTM layers there turned round."""
     run = json.loads((elmo.CHECKPOINT.parent / "elmo_cpu_run.json").read_text(encoding="utf-8"))
-    with safe_open(str(elmo.CHECKPOINT), "pt") as f:
-        committed = json.loads(f.metadata()["extra"])["metrics"]
-        config = json.loads(f.metadata()["config"])
+    config, extra = read_metadata(elmo.CHECKPOINT)
+    committed = extra["metrics"]
     card = elmo.CHECKPOINT.with_suffix(".md").read_text(encoding="utf-8")
     command = re.search(r"```bash\n(.*?)\n```", card, re.S).group(1)
     assert run["command"] == command + " --device cpu --threads 2"
