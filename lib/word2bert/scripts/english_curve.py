@@ -1,7 +1,7 @@
 """How much data, width and training the course BERT needs to tell senses apart in ordinary English.
 
     python -m word2bert.scripts.english_curve --threads 1              # the committed curve's CPU runs (points 0-4)
-    python -m word2bert.scripts.english_curve --device cuda --points 5 # its GPU run (6 min on an H200)
+    python -m word2bert.scripts.english_curve --device cuda --points 5 6 7 8 9  # its GPU runs (4-7 min each, H200)
 
 Each run pre-trains BERT with ``pretrain_bert`` on a mixture of the toy world and ordinary English
 (``word2bert.data.english``, the sense benchmark held out), at one point of a grid of vocabulary size, width,
@@ -34,28 +34,43 @@ from word2bert.scripts import pretrain_bert
 from word2bert.wordpiece import WordPieceTokenizer
 
 RESULTS = Path(__file__).resolve().parent.parent / "checkpoints" / "english_curve.json"
-# (vocabulary, hidden width, words of text, steps on 64 pieces, instances per batch): the course BERT's first recipe,
-# then one change at a time; the last 10% of each run's steps are on 128 pieces, as the course BERT's. The last
-# point, twice as wide with eight times the batch, is a GPU's: on one CPU thread it would take about 14 hours.
+# (vocabulary, hidden width, words of text, steps on 64 pieces, instances per batch, learning rate): the course BERT's
+# first recipe, then one change at a time; the last 10% of each run's steps are on 128 pieces, as the course BERT's.
+# Points 5-9 are a GPU's (on one CPU thread the first would take about 14 hours): twice as wide with eight times the
+# batch; then from there three times the text, or the course's width again; and the wide model at the course's batch
+# with a smaller learning rate (point 3, at 1e-3, never left the unigram loss).
 GRID = [
-    (3000, 128, 400_000, 3000, 16),
-    (8000, 128, 2_000_000, 3000, 16),
-    (8000, 128, 2_000_000, 9000, 16),
-    (8000, 256, 2_000_000, 9000, 16),
-    (8000, 128, 2_000_000, 27000, 16),
-    (8000, 256, 2_000_000, 13500, 128),
+    (3000, 128, 400_000, 3000, 16, 1e-3),
+    (8000, 128, 2_000_000, 3000, 16, 1e-3),
+    (8000, 128, 2_000_000, 9000, 16, 1e-3),
+    (8000, 256, 2_000_000, 9000, 16, 1e-3),
+    (8000, 128, 2_000_000, 27000, 16, 1e-3),
+    (8000, 256, 2_000_000, 13500, 128, 1e-3),
+    (8000, 256, 6_000_000, 13500, 128, 1e-3),
+    (8000, 128, 2_000_000, 13500, 128, 1e-3),
+    (8000, 256, 2_000_000, 9000, 16, 3e-4),
+    (8000, 256, 2_000_000, 9000, 16, 1e-4),
 ]
-KEY = ("vocab_size", "hidden", "words", "short_steps", "batch_size")  # a run's grid point
+KEY = ("vocab_size", "hidden", "words", "short_steps", "batch_size", "lr")  # a run's grid point
 
 
 def measure(
-    vocab: int, hidden: int, words: int, steps: int, batch: int, english: float, threads=None, keep=None, device=None
+    vocab: int,
+    hidden: int,
+    words: int,
+    steps: int,
+    batch: int,
+    lr: float,
+    english: float,
+    threads=None,
+    keep=None,
+    device=None,
 ) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(keep or tmp) / f"bert-{vocab}-{hidden}-{words}-{steps}-{batch}.safetensors"
+        out = Path(keep or tmp) / f"bert-{vocab}-{hidden}-{words}-{steps}-{batch}-{lr:g}.safetensors"
         argv = ["--vocab-size", str(vocab), "--hidden", str(hidden), "--num-tokens", str(words)]
         argv += ["--steps", str(steps), "--long-steps", str(steps // 10), "--english-fraction", str(english)]
-        argv += ["--batch-size", str(batch)] + (["--device", device] if device else [])
+        argv += ["--batch-size", str(batch), "--lr", str(lr)] + (["--device", device] if device else [])
         argv += ["--wordnet-fraction", "0", "--eval-every", "0", "--out", str(out)] + ([] if keep else ["--no-card"])
         argv += ["--threads", str(threads)] if threads else []
         started = time.time()
@@ -70,6 +85,7 @@ def measure(
         "short_steps": steps,
         "steps": steps + steps // 10,
         "batch_size": batch,
+        "lr": lr,
         "device": torch.device(metrics["device"]).type,
         "parameters": metrics["parameters"],
         "minutes": minutes,
