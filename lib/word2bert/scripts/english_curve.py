@@ -1,7 +1,7 @@
 """How much data, width and training the course BERT needs to tell senses apart in ordinary English.
 
     python -m word2bert.scripts.english_curve --threads 1              # the committed curve's CPU runs (points 0-4)
-    python -m word2bert.scripts.english_curve --device cuda --points 5 6 7 8 9  # its GPU runs (4-7 min each, H200)
+    python -m word2bert.scripts.english_curve --device cuda --points 5 6 7 8 9 10 11  # its GPU runs (H200)
 
 Each run pre-trains BERT with ``pretrain_bert`` on a mixture of the toy world and ordinary English
 (``word2bert.data.english``, the sense benchmark held out), at one point of a grid of vocabulary size, width,
@@ -38,7 +38,8 @@ RESULTS = Path(__file__).resolve().parent.parent / "checkpoints" / "english_curv
 # first recipe, then one change at a time; the last 10% of each run's steps are on 128 pieces, as the course BERT's.
 # Points 5-9 are a GPU's (on one CPU thread the first would take about 14 hours): twice as wide with eight times the
 # batch; then from there three times the text, or the course's width again; and the wide model at the course's batch
-# with a smaller learning rate (point 3, at 1e-3, never left the unigram loss).
+# with a smaller learning rate (point 3, at 1e-3, never left the unigram loss). Points 10 and 11 read the course
+# BERT's instances (point 4's 475,200) in a quarter and half of its steps: are steps or instances what count?
 GRID = [
     (3000, 128, 400_000, 3000, 16, 1e-3),
     (8000, 128, 2_000_000, 3000, 16, 1e-3),
@@ -50,6 +51,8 @@ GRID = [
     (8000, 128, 2_000_000, 13500, 128, 1e-3),
     (8000, 256, 2_000_000, 9000, 16, 3e-4),
     (8000, 256, 2_000_000, 9000, 16, 1e-4),
+    (8000, 128, 2_000_000, 3375, 128, 1e-3),
+    (8000, 128, 2_000_000, 6750, 64, 1e-3),
 ]
 KEY = ("vocab_size", "hidden", "words", "short_steps", "batch_size", "lr")  # a run's grid point
 
