@@ -39,7 +39,7 @@ dist: book ## Offline copies in dist/ (the site; the exercises with the library'
 
 # One torch thread per pytest worker: JOBS workers on JOBS cores, instead of oversubscribing them.
 test: setup ## Run every test: unit tests, notebooks (nbval), graders, the built book in a browser
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests book --nbval-lax
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder tests book --nbval-lax
 
 test-fast: setup ## The quick tests (no slow ones, no notebooks, no book build): about a minute on 2 cores
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) tests -m "not slow and not book"

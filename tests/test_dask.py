@@ -259,15 +259,17 @@ def faulty(kind: str, a: str, rng: random.Random):
     return None, rng.choice(['{"cells": [', "\x00\x01 not a notebook", ""])
 
 
-@pytest.mark.timeout(2700)  # 21 minutes on 2 quiet cores, 24 beside the rest of the suite
+@pytest.mark.timeout(3600)  # it runs beside the rest of the suite (tests/conftest.py starts it first)
 def test_load_300_submissions_with_a_fifth_faulty(cluster, tmp_path):
     """300 generated submissions across the five assignments; every row present, honest work in full."""
     address, _ = cluster
     root = course(tmp_path / "course")
     rng = random.Random(0)
-    # All five present, weighted towards the cheapest to keep CI's time: an honest submission takes (one job,
-    # quiet 2-core VM) 9.3 s for exercise 1, 8.8 s for 2, 5.8 s for 3, 12.2 s for 4 and 17 s for 5.
-    counts = {"01-word2vec": 40, "02-elmo": 35, "03-gpt": 185, "04-bert-pretraining": 25, "05-bert-finetuning": 15}
+    # All five present, weighted towards the cheapest to keep CI's time. Seconds per submission on a Dask
+    # worker (medians of this test's previous mix, 2-core VM): 9.7 for exercise 1, 9.8 for 2, 6.5 for 3, 18.9
+    # for 4 and 34.3 for 5 (whose tests fine-tune the course BERT). This mix: about 2,300 s of grading, on
+    # two workers. Each assignment's every fifth submission is faulty; exercises 1-3 have every kind of fault.
+    counts = {"01-word2vec": 20, "02-elmo": 20, "03-gpt": 250, "04-bert-pretraining": 5, "05-bert-finetuning": 5}
     plan = {}
     for a, n in counts.items():
         for k in range(n):
@@ -282,7 +284,9 @@ def test_load_300_submissions_with_a_fifth_faulty(cluster, tmp_path):
                 plan[student, a] = "honest"
     assert len(plan) == 300
     start = time.monotonic()
-    run = autograde(root, address, "--timeout", "10", timeout=2400)
+    # A cell's limit of 15 s: an honest cell takes at most about 2 s alone, and this test shares 2 cores with
+    # the rest of the suite. (A looping submission spends the limit once.)
+    run = autograde(root, address, "--timeout", "15", timeout=3300)
     seconds = time.monotonic() - start
     rows = grades(root)
     assert set(rows) == set(plan), "every submission has exactly one row"

@@ -203,7 +203,7 @@ def graded(tmp_path_factory):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=1800,
+        timeout=3000,  # beside the rest of the suite, the Dask load test included
         check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr
