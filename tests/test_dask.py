@@ -151,7 +151,7 @@ def test_local_cluster_grades_a_class(tmp_path):
         write(root, "empty", a, release_nb(a))
     with (
         dask.config.set({"distributed.worker.daemon": True}),
-        LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as local,
+        LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0") as local,
     ):
         autograde(root, local.scheduler_address)
     rows = grades(root)
