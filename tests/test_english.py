@@ -77,9 +77,8 @@ def test_duplicates_and_near_duplicates_are_dropped_once_seen():
 def test_the_benchmark_is_held_out_of_the_corpus():
     """No sentence of the WordNet sense benchmark is in the pre-training text, from WordNet or any other source,
     and every installed source gives text."""
-    wordnet = WordNet()
-    docs, stats = en.english_documents(wordnet=wordnet)
-    benchmark = {en._normal(o.tokens) for o in wordnet.sense_occurrences(pos=None)}
+    docs, stats = en.english_documents()
+    benchmark = {en._normal(o.tokens) for o in WordNet().sense_occurrences(pos=None)}
     assert len(benchmark) > 3000
     text = {en._normal(s) for d in docs for s in d}
     assert not benchmark & text
@@ -87,6 +86,44 @@ def test_the_benchmark_is_held_out_of_the_corpus():
     for source, sizes in stats.sources.items():
         assert sizes["tokens"] > 100_000, source
     assert "wordnet" in stats.sources
+
+
+def test_the_cleaned_text_is_kept_on_disk_and_cleaned_again_when_a_source_changes(tmp_path, monkeypatch):
+    """english_documents() keeps its result under WORD2BERT_CACHE: a second call reads it instead of cleaning; a
+    changed source file, or an unreadable cache file, cleans again; a cache that cannot be written is no error."""
+    fortunes = tmp_path / "fortunes"
+    fortunes.mkdir()
+    (fortunes / "wisdom").write_text(
+        "The early bird gets the worm, they say.\n%\nA stitch in time saves nine stitches.\n%\n", encoding="utf-8"
+    )
+    monkeypatch.setattr(en, "FORTUNES", fortunes)
+    monkeypatch.setattr(en, "GCIDE", tmp_path / "no-gcide.dz")
+    monkeypatch.setenv("WORDNET_DIR", str(tmp_path / "no-wordnet"))
+    monkeypatch.setenv("WORD2BERT_CACHE", str(tmp_path / "cache"))
+    cleaned = []
+    clean = en._clean
+    monkeypatch.setattr(en, "_clean", lambda *a: cleaned.append(1) or clean(*a))
+
+    first = en.english_documents()
+    assert first[0] == [
+        ["the", "early", "bird", "gets", "the", "worm", ",", "they", "say", "."],
+        ["a", "stitch", "in", "time", "saves", "nine", "stitches", "."],
+    ]
+    assert first[1].missing == ["wordnet", "gcide"] and len(list((tmp_path / "cache").iterdir())) == 1
+    assert en.english_documents() == first and len(cleaned) == 1, "the second call reads the cache"
+
+    (fortunes / "wisdom").write_text("Where there is smoke there is fire.\n%\n", encoding="utf-8")
+    assert en.english_documents()[0] == [["where", "there", "is", "smoke", "there", "is", "fire", "."]]
+    assert len(cleaned) == 2, "a changed source is cleaned again"
+
+    for cache in (tmp_path / "cache").iterdir():
+        cache.write_text("not what was written", encoding="utf-8")
+    assert en.english_documents()[0] == [["where", "there", "is", "smoke", "there", "is", "fire", "."]]
+    assert len(cleaned) == 3
+
+    monkeypatch.setenv("WORD2BERT_CACHE", str(tmp_path / "no-write" / "x"))
+    (tmp_path / "no-write").write_text("a file, not a folder", encoding="utf-8")
+    assert en.english_documents()[0] == [["where", "there", "is", "smoke", "there", "is", "fire", "."]]
 
 
 @needs_gcide

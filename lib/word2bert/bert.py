@@ -10,6 +10,7 @@ a bias, and the NSP classifier on the pooled output. ``from_hf`` loads Hugging F
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,16 +150,24 @@ class Bert(nn.Module):
         return states
 
     @torch.no_grad()
-    def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
-        """[num_hidden_layers + 1, len(tokens), hidden_size]: each word's WordPiece pieces averaged per layer,
-        [CLS] and [SEP] dropped. Every vector sees the whole sentence, left and right."""
+    def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+        """One [num_hidden_layers + 1, len(sentence), hidden_size] tensor per sentence: each word's WordPiece
+        pieces averaged per layer, [CLS] and [SEP] dropped. Every vector sees the whole sentence, left and right
+        (and no padding: the batch is right-padded and padding is masked)."""
         if self.tokenizer is None:
             raise ValueError("this BERT has no tokenizer: build it with Bert(config, tokenizer)")
-        enc = self.tokenizer.encode_words(tokens)
+        encodings = [self.tokenizer.encode_words(s) for s in sentences]
+        batch = {k: v.to(self.pooler.weight.device) for k, v in self.tokenizer.batch(encodings).items()}
         self.eval()
-        ids = torch.tensor([enc.input_ids], device=self.pooler.weight.device)
-        states = self(ids, output_hidden_states=True).hidden_states
-        return mean_pool_pieces(torch.cat(states), enc.word_ids, len(tokens))
+        states = torch.stack(self(**batch, output_hidden_states=True).hidden_states)  # [L + 1, B, T, H]
+        return [
+            mean_pool_pieces(states[:, b, : len(e.input_ids)], e.word_ids, len(s))
+            for b, (e, s) in enumerate(zip(encodings, sentences))
+        ]
+
+    def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
+        """The course's interface: [num_hidden_layers + 1, len(tokens), hidden_size]."""
+        return self.embed_batch([tokens])[0]
 
 
 class MLMHead(nn.Module):
@@ -214,6 +223,9 @@ class BertForPreTraining(nn.Module):
 
     def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
         return self.bert.embed_sentence(tokens)
+
+    def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+        return self.bert.embed_batch(sentences)
 
 
 def count_parameters(model: nn.Module) -> int:

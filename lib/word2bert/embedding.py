@@ -20,6 +20,21 @@ class Embedder(Protocol):
     def embed_sentence(self, tokens: list[str]) -> torch.Tensor: ...
 
 
+def embed_sentences(model: Embedder, sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[torch.Tensor]:
+    """``model.embed_sentence`` of each sentence, in order, computed in batches of sentences of similar length when
+    the model offers ``embed_batch`` (ELMo, GPT and BERT: tens of times faster on a CPU than one at a time)."""
+    if not hasattr(model, "embed_batch"):
+        return [model.embed_sentence(list(s)) for s in sentences]
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))  # little padding in each batch
+    out: list[torch.Tensor | None] = [None] * len(sentences)
+    with torch.no_grad():
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            for i, vectors in zip(chunk, model.embed_batch([list(sentences[i]) for i in chunk])):
+                out[i] = vectors.clone()  # not a view that keeps the whole batch alive
+    return out
+
+
 def mean_pool_pieces(states: torch.Tensor, word_ids: Sequence[int | None], num_words: int) -> torch.Tensor:
     """Average piece vectors into word vectors.
 

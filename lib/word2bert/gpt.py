@@ -10,6 +10,7 @@ LayerNorm after each residual sum and no final LayerNorm. ``from_hf`` loads Hugg
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,17 +166,26 @@ class GPT(nn.Module):
         return ids
 
     @torch.no_grad()
-    def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
-        """[n_layer + 1, len(tokens), n_embd]: the embedding layer and each block, a word's BPE pieces averaged.
-
-        Only the words to the left inform each vector: GPT reads left to right.
-        """
+    def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+        """One [n_layer + 1, len(sentence), n_embd] tensor per sentence: the embedding layer and each block, a
+        word's BPE pieces averaged. Only the words to the left inform each vector: GPT reads left to right (so
+        the right-padding of a batch changes nothing)."""
         if self.tokenizer is None:
             raise ValueError("this GPT has no tokenizer: build it with GPT(config, tokenizer)")
-        ids, word_ids = self.tokenizer.encode_words(tokens)
+        encoded = [self.tokenizer.encode_words(s) for s in sentences]
+        T = max(len(ids) for ids, _ in encoded)
+        ids = torch.tensor([p + [0] * (T - len(p)) for p, _ in encoded], device=self.wte.weight.device)
+        mask = torch.tensor([[1] * len(p) + [0] * (T - len(p)) for p, _ in encoded], device=ids.device)
         self.eval()
-        states = self.hidden_states(torch.tensor([ids], device=self.wte.weight.device))
-        return mean_pool_pieces(torch.cat(states), word_ids, len(tokens))
+        states = torch.stack(self.hidden_states(ids, mask))  # [n_layer + 1, B, T, D]
+        return [
+            mean_pool_pieces(states[:, b, : len(p)], word_ids, len(s))
+            for b, ((p, word_ids), s) in enumerate(zip(encoded, sentences))
+        ]
+
+    def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
+        """The course's interface: [n_layer + 1, len(tokens), n_embd]."""
+        return self.embed_batch([tokens])[0]
 
 
 def sample_next(

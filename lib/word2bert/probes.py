@@ -28,19 +28,15 @@ from .data import (
     pretraining_documents,
     wordnet_available,
 )
-from .embedding import Embedder
+from .embedding import Embedder, embed_sentences
 
 
 def embed_occurrences(model: Embedder, occurrences: Sequence[SenseOccurrence]) -> torch.Tensor:
     """Vectors of the marked word in each occurrence: [num_layers + 1, N, D] (sentences embedded once each)."""
-    cache: dict[tuple[str, ...], torch.Tensor] = {}
-    out = []
-    with torch.no_grad():
-        for o in occurrences:
-            if o.tokens not in cache:
-                cache[o.tokens] = model.embed_sentence(list(o.tokens)).float().cpu()
-            out.append(cache[o.tokens][:, o.index])
-    return torch.stack(out, dim=1)
+    sentences = list(dict.fromkeys(o.tokens for o in occurrences))
+    row = {tokens: i for i, tokens in enumerate(sentences)}
+    vectors = embed_sentences(model, sentences)
+    return torch.stack([vectors[row[o.tokens]][:, o.index].float().cpu() for o in occurrences], dim=1)
 
 
 def nearest_sense_accuracy(
@@ -50,18 +46,22 @@ def nearest_sense_accuracy(
 
     Only senses of the same word compete. Ties (as with static vectors) go to the first sense in sorted order.
     """
-    centroids: dict[str, dict[str, torch.Tensor]] = {}
-    for sense in sorted({o.sense for o in train_occ}):
-        rows = [i for i, o in enumerate(train_occ) if o.sense == sense]
-        word = train_occ[rows[0]].word
-        centroids.setdefault(word, {})[sense] = train[rows].mean(0)
+    rows_of: dict[str, list[int]] = {}
+    for i, o in enumerate(train_occ):
+        rows_of.setdefault(o.sense, []).append(i)
+    senses_of: dict[str, list[str]] = {}  # each word's senses, in sorted order
+    for sense in sorted(rows_of):
+        senses_of.setdefault(train_occ[rows_of[sense][0]].word, []).append(sense)
+    tests_of: dict[str, list[int]] = {}
+    for i, o in enumerate(test_occ):
+        tests_of.setdefault(o.word, []).append(i)
     correct = 0
-    for vec, o in zip(test, test_occ):
-        senses = centroids[o.word]
-        names = list(senses)
-        sims = F.cosine_similarity(vec[None], torch.stack([senses[n] for n in names]), dim=-1)
-        best = names[int(torch.argmax(torch.round(sims, decimals=6)))]
-        correct += best == o.sense
+    for word, rows in tests_of.items():  # a word at a time: its test vectors against its own centroids
+        names = senses_of[word]
+        centroids = torch.stack([train[rows_of[n]].mean(0) for n in names])
+        sims = F.cosine_similarity(test[rows][:, None], centroids[None], dim=-1)
+        best = torch.argmax(torch.round(sims, decimals=6), dim=1).tolist()
+        correct += sum(names[b] == test_occ[i].sense for b, i in zip(best, rows))
     return correct / len(test_occ)
 
 
@@ -159,12 +159,9 @@ def english_probes(model: Embedder) -> list[ProbeResult]:
 
 def _tagged_features(model: Embedder, sentences, control: dict[str, int] | None = None):
     """[num_layers + 1, N, D] vectors of every word and their N tags (the control task's, if given)."""
-    feats, tags = [], []
-    with torch.no_grad():
-        for s in sentences:
-            feats.append(model.embed_sentence(list(s.tokens)).float().cpu())
-            tags += [control[w] if control else POS_TAGS.index(t) for w, t in zip(s.tokens, s.tags)]
-    return torch.cat(feats, dim=1), torch.tensor(tags)
+    feats = embed_sentences(model, [s.tokens for s in sentences])
+    tags = [control[w] if control else POS_TAGS.index(t) for s in sentences for w, t in zip(s.tokens, s.tags)]
+    return torch.cat(feats, dim=1).float().cpu(), torch.tensor(tags)
 
 
 def control_tags(sentences, seed: int = 0) -> dict[str, int]:

@@ -24,13 +24,17 @@ in another source, out of the text.
 from __future__ import annotations
 
 import gzip
+import hashlib
+import json
+import os
 import re
+import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .vocab import tokenize
-from .wordnet import WordNet, wordnet_available
+from .wordnet import WordNet, wordnet_available, wordnet_dir
 
 GCIDE = Path("/usr/share/dictd/gcide.dict.dz")
 FORTUNES = Path("/usr/share/games/fortunes")
@@ -185,15 +189,58 @@ def english_documents(
     sources: Iterable[str] = ("wordnet", "gcide", "fortunes"), wordnet: WordNet | None = None
 ) -> tuple[list[list[list[str]]], CorpusStats]:
     """The cleaned, deduplicated English documents of ``sources``, with the sense benchmark's examples held out,
-    and what each source gave. A source whose package is not installed is skipped and listed in ``missing``."""
+    and what each source gave. A source whose package is not installed is skipped and listed in ``missing``.
+
+    Cleaning takes about 20 s on one core, so the result of the installed packages (``wordnet=None``) is kept on
+    disk (``cache_dir()``), under a key made of the sources, their files' sizes and times and this package's code:
+    a changed package or cleaning rule cleans again."""
+    sources = tuple(sources)
+    if wordnet is not None:  # a WordNet of the caller's own: nothing to key a cache on
+        return _clean(sources, wordnet)
+    path = cache_dir() / f"english-{_fingerprint(sources)}.txt"
+    try:
+        with open(path, encoding="utf-8") as stream:
+            stats = CorpusStats(**json.loads(stream.readline()))
+            return [[s.split(" ") for s in doc.split("\n")] for doc in stream.read().split("\n\n") if doc], stats
+    except (OSError, ValueError, TypeError):
+        pass
+    documents, stats = _clean(sources, WordNet() if wordnet_available() else None)
+    try:  # written whole, then renamed: a reader never sees half a file, and two writers do not mix
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False) as stream:
+            stream.write(json.dumps(asdict(stats)) + "\n")
+            stream.write("\n\n".join("\n".join(" ".join(s) for s in doc) for doc in documents))
+        os.replace(stream.name, path)
+    except OSError:  # a read-only home, say: clean again next time
+        pass
+    return documents, stats
+
+
+def cache_dir() -> Path:
+    """``$WORD2BERT_CACHE``, else ``$XDG_CACHE_HOME/word2bert``, else ``~/.cache/word2bert``."""
+    if os.environ.get("WORD2BERT_CACHE"):
+        return Path(os.environ["WORD2BERT_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "word2bert"
+
+
+def _fingerprint(sources: tuple[str, ...]) -> str:
+    digest = hashlib.sha256(repr(sources).encode())
+    for code in sorted(Path(__file__).parent.glob("*.py")):  # the cleaning rules, the tokenizer, the benchmark
+        digest.update(code.read_bytes())
+    inputs = [GCIDE, *(FORTUNES / name for name in FORTUNE_FILES), *sorted(wordnet_dir().glob("*"))]
+    for f in inputs:
+        stat = f.stat() if f.is_file() else None
+        digest.update(f"{f}:{stat and stat.st_size}:{stat and stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _clean(sources: tuple[str, ...], wordnet: WordNet | None) -> tuple[list[list[list[str]]], CorpusStats]:
     stats = CorpusStats()
-    if wordnet is None and wordnet_available():
-        wordnet = WordNet()
     held_out = {_normal(o.tokens) for o in wordnet.sense_occurrences(pos=None)} if wordnet else set()
     documents: list[list[list[str]]] = []
     for source in sources:
         if source == "wordnet" and wordnet is not None:
-            docs = [[tokenize(t) for t in (s.definition, *s.examples)] for s in wordnet.synsets]
+            docs = [[w for t in (s.definition, *s.examples) if (w := tokenize(t))] for s in wordnet.synsets]
         elif source == "gcide" and GCIDE.is_file():
             docs = [[s for p in entry for s in sentences_of(p)] for entry in gcide_entries()]
         elif source == "fortunes" and FORTUNES.is_dir():
