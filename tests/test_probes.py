@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from word2bert.data import POS_TAGS, SenseOccurrence, ToyWorld
-from word2bert.embedding import mean_pool_pieces
+from word2bert.embedding import embed_sentences, mean_pool_pieces
 from word2bert.probes import control_tags, linear_probe_accuracy, nearest_sense_accuracy, pos_probe, sense_probe
 
 
@@ -102,3 +102,25 @@ def test_mean_pool_pieces_averages_and_skips_specials():
     torch.testing.assert_close(out, torch.tensor([[[4.5, 5.5, 6.5], [9.0, 10.0, 11.0]]]))
     with pytest.raises(ValueError, match="no pieces"):
         mean_pool_pieces(states, [None, 0, 0, 0], 2)
+
+
+@pytest.mark.parametrize("name", ["elmo", "gpt", "bert"])
+def test_a_batch_of_sentences_gives_each_the_vectors_it_gets_alone(name):
+    """embed_sentences pads sentences of different lengths (and a word split into pieces) into batches; each
+    sentence's vectors are those of embed_sentence, in the order given, and a model without embed_batch is
+    embedded one sentence at a time."""
+    import importlib
+
+    model = importlib.import_module(f"word2bert.{name}").pretrained("cpu")
+    sentences = [
+        ["the", "mouse", "likes", "cheese"],
+        ["buy"],
+        ["buy", "a", "new", "mouse", "for", "your", "computer", "and", "a", "keyboard", "too"],
+        ["i", "want", "to", "eat", "an", "apple"],
+        ["xylophonist", "zebra"],
+    ]
+    batched = embed_sentences(model, sentences, batch_size=3)
+    for tokens, vectors in zip(sentences, batched, strict=True):
+        torch.testing.assert_close(vectors, model.embed_sentence(tokens), atol=1e-5, rtol=1e-5)
+    static = Static()
+    assert all(torch.equal(a, static.embed_sentence(s)) for a, s in zip(embed_sentences(static, sentences), sentences))
