@@ -110,7 +110,7 @@ def card_corpus(card: str) -> tuple[int, int]:
 # grading test's class 17 min; all else is under 6 min a file. The load test goes first in its file, so that its
 # worker takes no other file until it is done.
 LONGEST_FIRST = (
-    "tests/test_dask.py::test_load_300_submissions_with_a_fifth_faulty",
+    "tests/test_dask.py::test_load_300_submissions_with_a_fifth_faulty_and_a_worker_killed",
     "tests/test_dask.py",
     "tests/test_book.py",
     "tests/test_grading.py",
