@@ -105,25 +105,25 @@ def test_the_cleaned_text_is_kept_on_disk_and_cleaned_again_when_a_source_change
     monkeypatch.setattr(en, "_clean", lambda *a: cleaned.append(1) or clean(*a))
 
     first = en.english_documents()
-    assert first[0] == [
-        ["the", "early", "bird", "gets", "the", "worm", ",", "they", "say", "."],
-        ["a", "stitch", "in", "time", "saves", "nine", "stitches", "."],
+    assert first[0] == [  # a document per fortune
+        [["the", "early", "bird", "gets", "the", "worm", ",", "they", "say", "."]],
+        [["a", "stitch", "in", "time", "saves", "nine", "stitches", "."]],
     ]
     assert first[1].missing == ["wordnet", "gcide"] and len(list((tmp_path / "cache").iterdir())) == 1
     assert en.english_documents() == first and len(cleaned) == 1, "the second call reads the cache"
 
     (fortunes / "wisdom").write_text("Where there is smoke there is fire.\n%\n", encoding="utf-8")
-    assert en.english_documents()[0] == [["where", "there", "is", "smoke", "there", "is", "fire", "."]]
+    assert en.english_documents()[0] == [[["where", "there", "is", "smoke", "there", "is", "fire", "."]]]
     assert len(cleaned) == 2, "a changed source is cleaned again"
 
     for cache in (tmp_path / "cache").iterdir():
         cache.write_text("not what was written", encoding="utf-8")
-    assert en.english_documents()[0] == [["where", "there", "is", "smoke", "there", "is", "fire", "."]]
+    assert en.english_documents()[0] == [[["where", "there", "is", "smoke", "there", "is", "fire", "."]]]
     assert len(cleaned) == 3
 
     monkeypatch.setenv("WORD2BERT_CACHE", str(tmp_path / "no-write" / "x"))
     (tmp_path / "no-write").write_text("a file, not a folder", encoding="utf-8")
-    assert en.english_documents()[0] == [["where", "there", "is", "smoke", "there", "is", "fire", "."]]
+    assert en.english_documents()[0] == [[["where", "there", "is", "smoke", "there", "is", "fire", "."]]]
 
 
 @needs_gcide

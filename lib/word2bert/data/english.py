@@ -242,9 +242,9 @@ def _clean(sources: tuple[str, ...], wordnet: WordNet | None) -> tuple[list[list
         if source == "wordnet" and wordnet is not None:
             docs = [[w for t in (s.definition, *s.examples) if (w := tokenize(t))] for s in wordnet.synsets]
         elif source == "gcide" and GCIDE.is_file():
-            docs = [[s for p in entry for s in sentences_of(p)] for entry in gcide_entries()]
+            docs = [[s for p in entry for s in sentences_of(p)] for entry in gcide_entries(GCIDE)]
         elif source == "fortunes" and FORTUNES.is_dir():
-            docs = [sentences_of(f) for f in fortunes()]
+            docs = [sentences_of(f) for f in fortunes(FORTUNES)]
         else:
             stats.missing.append(source)
             continue
