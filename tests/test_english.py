@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from word2bert.data import PLAIN_SENSES, SenseOccurrence, WordNet, plain_sense_occurrences, tokenize, wordnet_available
+from word2bert.data import (
+    PLAIN_SENSES,
+    SEED_SENTENCES,
+    SenseOccurrence,
+    WordNet,
+    plain_sense_occurrences,
+    tokenize,
+    wordnet_available,
+)
 from word2bert.data import english as en
 from word2bert.embedding import word_vectors
 from word2bert.probes import chance_level, english_sense_probe, split_by_sense
@@ -220,6 +228,42 @@ def test_the_cosine_table_has_a_row_per_pair_and_a_column_per_layer():
     rows = [line.split(" | ") for line in table[2:]]
     assert all(r[2] == "1.000" for r in rows), "a static layer: the same vector in every sentence"
     assert all(float(r[3].rstrip(" |")) < 1 for r in rows)
+
+
+def test_the_cosine_table_says_in_which_layers_the_senses_come_apart():
+    sentences = ["a mouse ran", "the mouse likes cheese", "one mouse ran"]  # lengths 3, 4, 3
+    table = cosine_table(_Counting(), "mouse", sentences, ["animal", "device", "animal"])
+    lines = table.splitlines()
+    assert lines[0] == "| sentence | other sentence | same sense? | layer 0 | layer 1 |"
+    assert [line.split(" | ")[2] for line in lines[2:5]] == ["no", "yes", "no"]
+    # layer 0 is static (a tie is not closer); in layer 1 the same-sense pair, of equal lengths, is identical
+    assert lines[-1] == (
+        "*mouse*: each same-sense pair is closer than each pair of different senses in layer 1, not in layer 0."
+    )
+    swapped = cosine_table(_Counting(), "mouse", sentences, ["animal", "animal", "device"])
+    assert (
+        swapped.splitlines()[-1]
+        == "*mouse*: in no layer is each same-sense pair closer than each pair of different senses."
+    )
+
+    class _Context(_Counting):
+        def embed_sentence(self, tokens):
+            return super().embed_sentence(tokens)[1:]
+
+    assert cosine_table(_Context(), "mouse", sentences, list("xyx")).endswith(
+        "in every layer, each same-sense pair is closer than each pair of different senses."
+    )
+    for senses in (list("xxx"), list("xyz"), list("xy")):
+        with pytest.raises(ValueError, match="a pair that shares a sense and a pair that does not"):
+            cosine_table(_Counting(), "mouse", sentences, senses)
+
+
+def test_the_seed_sentences_are_two_senses_with_a_third_sentence_from_the_plain_set():
+    for word, senses in SEED_SENTENCES.items():
+        first, second, third = senses.items()
+        assert first[1] == third[1] != second[1] and {first[1], second[1]} == set(PLAIN_SENSES[word])
+        assert third[0] in PLAIN_SENSES[word][third[1]]
+        assert all(word in tokenize(sentence) for sentence in senses)
 
 
 def test_plot_senses_draws_one_colour_per_sense():

@@ -14,20 +14,49 @@ from .embedding import Embedder, word_vectors
 from .probes import embed_occurrences
 
 
-def cosine_table(model: Embedder, word: str, sentences: Sequence[str]) -> str:
+def cosine_table(model: Embedder, word: str, sentences: Sequence[str], senses: Sequence[str] | None = None) -> str:
     """A Markdown table: for each pair of sentences, the cosine similarity of ``word``'s vectors in them, one
-    column per layer. A static vector gives 1.000 everywhere; a contextual one, less where the senses differ."""
+    column per layer. A static vector gives 1.000 everywhere; a contextual one, less where the senses differ.
+
+    With ``senses`` (a label per sentence) each row says whether its pair shares a sense, and a line under the
+    table says in which layers the cosine follows the senses: every same-sense pair closer than every pair of
+    different senses. A few sentences are a few draws, so that line is an observation, not a score."""
+    labelled = senses is not None
+    if labelled and (len(senses) != len(sentences) or len(set(senses)) not in range(2, len(senses))):
+        raise ValueError("senses: a label per sentence, with a pair that shares a sense and a pair that does not")
     unit = F.normalize(word_vectors(model, word, sentences), dim=-1)
-    layers = range(unit.shape[0])
-    lines = [
-        "| sentence | other sentence | " + " | ".join(f"layer {i}" for i in layers) + " |",
-        "|---|---|" + "---|" * len(layers),
-    ]
-    for i in range(len(sentences)):
-        for j in range(i + 1, len(sentences)):
-            cells = " | ".join(f"{float(unit[layer, i] @ unit[layer, j]):.3f}" for layer in layers)
-            lines.append(f"| {sentences[i]} | {sentences[j]} | {cells} |")
-    return "\n".join(lines)
+    cosines = unit @ unit.transpose(1, 2)  # [layer, sentence, sentence]
+    layers = range(cosines.shape[0])
+    pairs = [(i, j) for i in range(len(sentences)) for j in range(i + 1, len(sentences))]
+    same = [labelled and senses[i] == senses[j] for i, j in pairs]
+    head = ["sentence", "other sentence", *(["same sense?"] * labelled), *(f"layer {k}" for k in layers)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (i, j), shared in zip(pairs, same):
+        cells = [sentences[i], sentences[j], *([("yes" if shared else "no")] * labelled)]
+        lines.append("| " + " | ".join(cells + [f"{float(cosines[k, i, j]):.3f}" for k in layers]) + " |")
+    if not labelled:
+        return "\n".join(lines)
+    by_pair = torch.stack([cosines[:, i, j] for i, j in pairs], dim=1)  # [layer, pair]
+    same = torch.tensor(same)
+    follows = [k for k in layers if by_pair[k, same].min() > by_pair[k, ~same].max()]
+    others = [k for k in layers if k not in follows]
+    if not others:
+        reading = "in every layer, each same-sense pair is closer than each pair of different senses."
+    elif not follows:
+        reading = "in no layer is each same-sense pair closer than each pair of different senses."
+    else:
+        reading = (
+            f"each same-sense pair is closer than each pair of different senses in {_layers(follows)}, "
+            f"not in {_layers(others)}."
+        )
+    return "\n".join(lines) + f"\n\n*{word}*: {reading}"
+
+
+def _layers(ks: Sequence[int]) -> str:
+    """[2] -> 'layer 2'; [0, 1, 3] -> 'layers 0, 1 and 3'."""
+    if len(ks) == 1:
+        return f"layer {ks[0]}"
+    return "layers " + ", ".join(map(str, ks[:-1])) + f" and {ks[-1]}"
 
 
 def plot_senses(model: Embedder, occurrences: Sequence[SenseOccurrence], words: Sequence[str], layer: int, axes):

@@ -2,7 +2,7 @@
 book's own plain sense sentences, and whole-word vocabularies."""
 
 from .corpus import pretraining_documents
-from .plain_senses import PLAIN_SENSES, plain_sense_occurrences
+from .plain_senses import PLAIN_SENSES, SEED_SENTENCES, plain_sense_occurrences
 from .toyworld import Labeled, NLIPair, QAExample, SenseOccurrence, Sentence, ToyWorld
 from .toyworld_grammar import NLI_LABELS, POLYSEMES, POS_TAGS
 from .vocab import Vocab, tokenize
@@ -13,6 +13,7 @@ __all__ = [
     "PLAIN_SENSES",
     "POLYSEMES",
     "POS_TAGS",
+    "SEED_SENTENCES",
     "Labeled",
     "NLIPair",
     "QAExample",

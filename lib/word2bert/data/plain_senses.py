@@ -226,6 +226,21 @@ PLAIN_SENSES: dict[str, dict[str, list[str]]] = {
     },
 }
 
+# The sentences the course started from, a pair per word in two senses, and a third sentence (from PLAIN_SENSES)
+# in the first one's sense: the cosine tables of chapters 1-4, sentence -> sense.
+SEED_SENTENCES: dict[str, dict[str, str]] = {
+    "mouse": {
+        "your mouse likes cheese": "animal",
+        "buy a new mouse for your computer": "device",
+        "the mouse ran under the kitchen door": "animal",
+    },
+    "apple": {
+        "i want to eat an apple": "fruit",
+        "i want to buy an apple watch": "company",
+        "she cut the apple into thin slices": "fruit",
+    },
+}
+
 
 def plain_sense_occurrences() -> list[SenseOccurrence]:
     """Every sentence of ``PLAIN_SENSES`` as an occurrence of its word, with the sense ``"word.sense"``."""
