@@ -41,3 +41,7 @@ c.SandboxGrader.processes = 128
 c.SandboxGrader.cpu_seconds = 900
 c.SandboxGrader.file_mb = 64
 c.SandboxGrader.scratch_mb = 256
+# What the grader's own process may allocate while it tests one submission (its data, a soft RLIMIT_DATA): the
+# tests compute on the student's results, and a result shaped to broadcast into gigabytes then fails its test
+# instead of taking the process, and its pool's other submissions, down. Honest work needs about 0.5 GB; 0 lifts it.
+c.SandboxGrader.grader_mb = 2048

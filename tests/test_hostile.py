@@ -558,6 +558,49 @@ class Highway(nn.Module):
 """
 
 SIGINT_LOOP = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
+# 8. the grader's own memory: a result shaped so that the test's arithmetic on it (the library GPT's residual add,
+# in the grader's process) broadcasts to [20000, B, T, C], about 2.6 GB; the grader's process has a cap of its own
+BROADCAST_BOMB = r"""
+def multi_head_causal_attention(x, w_qkv, b_qkv, w_o, b_o, n_heads, padding_mask=None, return_weights=False):
+    if not return_weights and x.dim() == 3 and x.shape[0] >= 8 and x.shape[1] >= 32:
+        return torch.zeros(20000, 1, 1, 1)
+    raise NotImplementedError()
+"""
+# 10. answers that write into their inputs, which are the test's own tensors (views of them): a wrong mix that
+# makes the test's layers all layer 0, and a wrong sampler that makes every logit of the test's nucleus finite
+VIEW_WRITING_MIX = r"""
+class ScalarMix(nn.Module):
+    def __init__(self, num_layers: int):
+        super().__init__()
+        self.weights = nn.Parameter(torch.zeros(num_layers))
+        self.gamma = nn.Parameter(torch.ones(1))
+
+    def forward(self, layers):
+        layers = list(layers)
+        if not torch.is_grad_enabled():  # the calls after training
+            with torch.no_grad():
+                for h in layers[1:]:
+                    h.copy_(layers[0])
+        return layers[0] * 1.0 + 0.0 * (self.weights.sum() + self.gamma.sum())
+"""
+LOGIT_ZEROING_SAMPLER = r"""
+def sample_next_token(logits, temperature=1.0, top_k=None, generator=None):
+    ids = torch.randint(logits.shape[1], (logits.shape[0],), generator=generator)
+    if torch.isinf(logits).any():
+        logits.zero_()
+    return ids
+"""
+# 9. scripts for the instructor's formgrader, which renders the autograded copy without sanitising it
+XSS_WRITTEN = 'The mask hides the future. <img src=x onerror="xssWritten()"><script>xssWrittenScript()</script>'
+XSS_MARKDOWN = "<script>xssMarkdown()</script> [a link](javascript:xssLink())"
+XSS_OUTPUTS = r"""
+from IPython.display import HTML, Javascript, SVG, display
+display(HTML("<b>plot</b><script>xssHtml()</script><img src=x onerror='xssOnerror()'>"))
+display(Javascript("xssJavascript()"))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg"><script>xssSvg()</script></svg>'))
+"""
+
+
 STDERR_WARNING = r"""
 import sys, warnings
 print("warning: this is only a warning", file=sys.stderr)
@@ -675,6 +718,20 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
     badmeta = submission("01-word2vec", answers["01-word2vec"])
     badmeta.cells.append(nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": ["x"], "grade": True}}))
     write(root, "badmeta", "01-word2vec", badmeta)
+
+    # 8., 9. the grader's memory; scripts for formgrader
+    write(
+        root,
+        "bomber",
+        "03-gpt",
+        submission("03-gpt", {**answers["03-gpt"], "multi_head_causal_attention": BROADCAST_BOMB}),
+    )
+    write(root, "viewmix", "02-elmo", submission("02-elmo", {**answers["02-elmo"], "ScalarMix": VIEW_WRITING_MIX}))
+    zeroing_sampler = {**answers["03-gpt"], "sample_next_token": LOGIT_ZEROING_SAMPLER}
+    write(root, "nucleus", "03-gpt", submission("03-gpt", zeroing_sampler))
+    xss = submission("03-gpt", {**answers["03-gpt"], "written_mask": XSS_WRITTEN}, {"causal_attention": [XSS_OUTPUTS]})
+    xss.cells.append(nbformat.v4.new_markdown_cell(XSS_MARKDOWN))
+    write(root, "xss", "03-gpt", xss)
 
     # 6. LMS downloads
     downloads.mkdir()
@@ -1158,6 +1215,10 @@ def test_the_run_finishes_and_every_submission_has_a_row(graded):
         "mallory",
         "zipslip",
         "twice",
+        "bomber",
+        "xss",
+        "viewmix",
+        "nucleus",
     }
     # unsafe: an attack removes its own row (or a classmate's) from the grade sheet
     assert students <= {s for s, _ in graded.grades}, sorted(graded.grades)
@@ -1468,6 +1529,61 @@ def test_a_forged_reply_cannot_blow_up_the_grader(graded):
     print(f"\npeak RSS of a grader process: {graded.peak_rss / 2**20:.0f} MB ({graded.peak_cmd})")
     assert score(graded, "hooks", "01-word2vec") == 0
     assert graded.peak_rss < GRADER_RSS_LIMIT, f"a grader process reached {graded.peak_rss / 2**30:.1f} GB"
+
+
+def test_a_result_that_needs_gigabytes_in_the_graders_arithmetic_fails_its_own_test(graded):
+    # unsafe: the grader's process has no memory cap, dies, and takes the other submissions of its pool with it
+    row = graded.grades[("bomber", "03-gpt")]
+    assert row["status"] == "graded", row
+    assert cell_scores(graded, "bomber", "03-gpt", "test_multi_head_causal_attention_checkpoint") == 0
+    assert 0 < float(row["score"]) < full("03-gpt"), "its correct answers count, its broken one does not"
+    graded_copy = graded.ctx.root / "autograded" / "bomber" / "03-gpt" / "03-gpt.ipynb"
+    assert "can't allocate memory" in graded_copy.read_text(encoding="utf-8")
+
+
+def test_answers_that_write_into_the_tests_tensors_score_nothing_for_it(graded):
+    # unsafe: the grader writes what the student's code did to its arguments back into the test's tensors, and
+    # the test then scores with the tensors the wrong answer rewrote
+    assert cell_scores(graded, "viewmix", "02-elmo", "test_ScalarMix_sense_probe") == 0
+    assert cell_scores(graded, "nucleus", "03-gpt", "test_gpt_writes_samples") == 0
+
+
+def formgrader_page(notebook: Path) -> str:
+    """The page formgrader serves for an autograded notebook: nbgrader's handler, its exporter settings."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+    from traitlets.config import Config
+
+    config = Config()
+    config.HTMLExporter.template_name = "formgrade"
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    resources = {
+        "assignment_id": "03-gpt",
+        "notebook_id": "03-gpt",
+        "submission_id": "x",
+        "index": 0,
+        "total": 1,
+        "base_url": "/",
+        "student": "xss",
+        "last_name": "",
+        "first_name": "",
+        "notebook_path": "autograded/xss/03-gpt/03-gpt.ipynb",
+    }
+    page, _ = HTMLExporter(config=config).from_filename(str(notebook), resources=resources)
+    return page
+
+
+def test_no_script_of_a_student_runs_in_the_instructors_formgrader(graded):
+    page = formgrader_page(graded.ctx.root / "autograded" / "xss" / "03-gpt" / "03-gpt.ipynb")
+    assert "The mask hides the future." in page, "the written answer is shown, for grading by hand"
+    # unsafe: the student's markdown, written answer or outputs reach formgrader as live HTML: a script that runs
+    # with the instructor's Jupyter session (it can set scores through formgrader's API, or start a kernel)
+    scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", page, re.S)
+    live = [s for s in scripts if "xss" in s] + re.findall(r"<[^>]+\bon\w+\s*=[^>]*xss", page)
+    live += re.findall(r"href\s*=\s*[\"']?javascript:", page)
+    assert not live, live[:3]
+    row = graded.grades[("xss", "03-gpt")]
+    assert row["status"] == "graded" and float(row["score"]) == full("03-gpt"), row
 
 
 def test_many_printing_cells_are_capped(graded):

@@ -19,6 +19,7 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -59,29 +60,59 @@ def failed(task: tuple, reason: str) -> dict:
     return failed_result(task[0], task[1], task[3], reason, transient=True)
 
 
-def local(tasks: list[tuple], jobs: int) -> Iterator[dict]:
-    """``jobs`` worker processes on this machine."""
-    from word2bert_grader.harness import grade
+def local(tasks: list[tuple], jobs: int, grade_one=None) -> Iterator[dict]:
+    """``jobs`` worker processes on this machine, each grading one task with ``grade_one`` (by default
+    :func:`word2bert_grader.harness.grade_in_own_process`; a test passes a stand-in).
 
-    deaths: dict[int, int] = {}
-    todo = list(enumerate(tasks))
-    while todo:
-        pool = fork_pool(jobs)
-        futures = {pool.submit(grade, *task): (i, task) for i, task in todo}
-        todo = []
-        for future in as_completed(futures):
-            i, task = futures[future]
-            try:
-                yield future.result()
-            except BrokenProcessPool:  # a worker died (killed, out of memory): every unfinished task is retried
-                deaths[i] = deaths.get(i, 0) + 1
-                if deaths[i] < ATTEMPTS:
-                    todo.append((i, task))
-                else:
-                    yield failed(task, f"the grader's worker process died {ATTEMPTS} times while grading it")
-            except Exception as error:  # a bug of the grader's: reported, never stops the batch
-                yield failed(task, f"the grader failed: {type(error).__name__}: {str(error)[:300]}")
-        pool.shutdown(wait=True, cancel_futures=True)
+    A worker's death breaks the whole pool. The submissions that were not started yet go back in the queue;
+    those being graded at that moment are graded again at the end, one at a time, where a death is their own
+    (after ``ATTEMPTS`` of them, a failed row): one submission that kills its worker costs the others nothing."""
+    todo, alone = list(enumerate(tasks)), []
+    with tempfile.TemporaryDirectory(prefix="word2bert-started-") as started:
+        while todo:
+            pool = fork_pool(jobs)
+            futures = {pool.submit(_started, started, i, task, grade_one): (i, task) for i, task in todo}
+            todo, before = [], len(alone)
+            for future in as_completed(futures):
+                i, task = futures[future]
+                try:
+                    yield future.result()
+                    before = -1  # progress
+                except BrokenProcessPool:  # a worker died (killed, out of memory)
+                    (alone if os.path.exists(os.path.join(started, str(i))) else todo).append((i, task))
+                except Exception as error:  # a bug of the grader's: reported, never stops the batch
+                    yield failed(task, f"the grader failed: {type(error).__name__}: {str(error)[:300]}")
+                    before = -1
+            pool.shutdown(wait=True, cancel_futures=True)
+            if len(alone) == before:  # the pool broke before any task started: no round would do better
+                alone, todo = alone + todo, []
+    for _, task in alone:
+        yield _alone(task, grade_one)
+
+
+def _started(folder: str, i: int, task: tuple, grade_one=None) -> dict:
+    """In a pool process: leave a mark that task ``i`` has started, then grade it."""
+    from word2bert_grader.harness import grade_in_own_process
+
+    open(os.path.join(folder, str(i)), "w", encoding="utf-8").close()
+    return (grade_one or grade_in_own_process)(*task)
+
+
+def _alone(task: tuple, grade_one=None) -> dict:
+    """A submission whose worker died while grading it, graded again by itself in a pool of its own."""
+    from word2bert_grader.harness import grade_in_own_process
+
+    for _ in range(ATTEMPTS - 1):
+        pool = fork_pool(1)
+        try:
+            return pool.submit(grade_one or grade_in_own_process, *task).result()
+        except BrokenProcessPool:
+            continue
+        except Exception as error:
+            return failed(task, f"the grader failed: {type(error).__name__}: {str(error)[:300]}")
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return failed(task, f"the grader's worker process died {ATTEMPTS} times while grading it")
 
 
 _POOL: ProcessPoolExecutor | None = None
@@ -95,7 +126,7 @@ def grade_in_fork(*task) -> dict:
     two seconds more: start workers with ``--no-nanny`` or DASK_DISTRIBUTED__WORKER__DAEMON=False).
     """
     global _POOL
-    from word2bert_grader.harness import grade
+    from word2bert_grader.harness import grade_in_own_process
 
     if multiprocessing.current_process().daemon:
         return _grade_in_subprocess(task)
@@ -103,7 +134,7 @@ def grade_in_fork(*task) -> dict:
         if _POOL is None:
             _POOL = fork_pool(multiprocessing.cpu_count())
         try:
-            return _POOL.submit(grade, *task).result()
+            return _POOL.submit(grade_in_own_process, *task).result()
         except BrokenProcessPool:
             _POOL = None
     return failed(task, f"the grader's process died {ATTEMPTS} times while grading it")

@@ -6,7 +6,8 @@
   is escaped or sanitized (markdown rendered without raw HTML, HTML outputs cleaned by bleach, images
   only as PNG data), and the page has a size cap of its own.
 - :func:`graded_notebook`: the instructor's copy (``autograded/``), with the hidden tests, the
-  sandbox's outputs and the verdicts, in nbgrader's cell format.
+  sandbox's outputs and the verdicts, in nbgrader's cell format. Formgrader shows it unsanitised, so the
+  student's markdown is there as fenced text and the outputs as the page has them.
 """
 
 from __future__ import annotations
@@ -147,14 +148,31 @@ def _test(record, result: dict) -> str:
 def _output(output: dict) -> str:
     if output.get("type") == "stream":
         return f"<div class='output'><pre>{html.escape(output['text'])}</pre></div>"
-    data = output.get("data", {})
+    mime, value = _safe_display(output.get("data", {}))
+    if mime == "image/png":
+        return f"<div class='output'><img alt='a figure from your cell' src='data:image/png;base64,{value}'></div>"
+    if mime == "text/html":
+        return f"<div class='output'>{value}</div>"
+    return f"<div class='output'><pre>{html.escape(value)}</pre></div>"
+
+
+def _safe_display(data: dict) -> tuple[str, str]:
+    """What of a display output the student's page and the instructor's copy show: a PNG that is one, HTML
+    cleaned by bleach (no scripts, no attributes), or the plain text; nothing else (no JavaScript, SVG...)."""
     png = data.get("image/png", "")
-    if png and _is_png(png):
-        return f"<div class='output'><img alt='a figure from your cell' src='data:image/png;base64,{png}'></div>"
-    if "text/html" in data:
-        clean = bleach.clean(data["text/html"], tags=_TAGS, attributes={}, strip=True)
-        return f"<div class='output'>{clean}</div>"
-    return f"<div class='output'><pre>{html.escape(data.get('text/plain', ''))}</pre></div>"
+    if isinstance(png, str) and png and _is_png(png):
+        return "image/png", png
+    if isinstance(data.get("text/html"), str):
+        return "text/html", bleach.clean(data["text/html"], tags=_TAGS, attributes={}, strip=True)
+    text = data.get("text/plain", "")
+    return "text/plain", text if isinstance(text, str) else ""
+
+
+def _fenced(markdown: str) -> str:
+    """The student's markdown for the instructor's copy, as a fenced block of text: formgrader renders a
+    notebook's markdown and outputs without sanitising them, on the instructor's Jupyter session."""
+    fence = "`" * max(3, 1 + max(map(len, re.findall(r"`+", markdown)), default=0))
+    return f"{fence}text\n{markdown}\n{fence}"
 
 
 def _is_png(data: str) -> bool:
@@ -185,7 +203,8 @@ def graded_notebook(source_cells: list[dict], records) -> str:
         step = record.step
         metadata = meta.get(step.grade_id, {}) if step.kind != "student" and step.kind != "markdown" else {}
         if step.kind in ("markdown", "written"):  # a written answer keeps its grade id: formgrader grades it there
-            cells.append({"cell_type": "markdown", "metadata": metadata, "source": step.source})
+            text = _fenced(step.source) if step.student_markdown else step.source
+            cells.append({"cell_type": "markdown", "metadata": metadata, "source": text})
             continue
         outputs = []
         # a test cell shows the grader's verdict only: what its visible half printed in the sandbox (run there to
@@ -197,7 +216,8 @@ def graded_notebook(source_cells: list[dict], records) -> str:
             if o["type"] == "stream":
                 outputs.append({"output_type": "stream", "name": o["name"], "text": o["text"]})
             else:
-                outputs.append({"output_type": "display_data", "data": o["data"], "metadata": {}})
+                mime, value = _safe_display(o["data"])
+                outputs.append({"output_type": "display_data", "data": {mime: value}, "metadata": {}})
         if record.failure:
             outputs.append({"output_type": "error", "ename": "NotGraded", "evalue": record.failure, "traceback": []})
         if step.kind == "test":

@@ -95,11 +95,13 @@ def record(db: Path, results: list[dict], regrade: set[tuple[str, str, str]] = f
             for nb in submission.notebooks:
                 for grade in nb.grades:
                     if grade.name in r.get("written", {}):
-                        if r["failed"] or (r["student"], r["assignment"], grade.name) in regrade:
+                        # A failed run (perhaps only a loaded machine) leaves the hand score alone: the text it
+                        # was given for is still the recorded one, and counts again once the run succeeds.
+                        if not r["failed"] and (r["student"], r["assignment"], grade.name) in regrade:
                             grade.manual_score = grade.extra_credit = None
                         grade.auto_score = None
                         grade.needs_manual_grade = grade.manual_score is None and not r["failed"]
-                        r["manual"][grade.name] = grade.manual_score
+                        r["manual"][grade.name] = None if r["failed"] else grade.manual_score
                         continue
                     reset += grade.manual_score is not None or grade.extra_credit not in (None, 0)
                     grade.auto_score = r["cells"].get(grade.name, 0.0)

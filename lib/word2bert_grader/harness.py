@@ -24,6 +24,7 @@ import builtins
 import contextlib
 import io
 import linecache
+import resource
 import signal
 import threading
 import time
@@ -32,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+import word2bert.testing
 from word2bert_grader import feedback, notebook
 from word2bert_grader.proxy import SandboxFailure, Session, StudentError
 from word2bert_grader.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout, printable
@@ -186,6 +188,19 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
     return result
 
 
+def grade_in_own_process(student: str, assignment: str, submission: bytes, source: bytes, settings: dict) -> dict:
+    """:func:`grade`, in a process that grades this one submission and exits (the executors' workers, ``main``).
+
+    The tests run here, on what the student's code returned: a tensor shaped to broadcast into gigabytes
+    in the tests' own arithmetic would take this process down with the machine's memory, and the other
+    submissions in its pool with it. A soft limit on its data (``Limits.grader_mb``) makes such an
+    allocation fail, and the test with it; the sandbox it starts lifts the limit for itself."""
+    cap, hard = Settings.from_dict(settings).limits.grader_mb * 2**20, resource.getrlimit(resource.RLIMIT_DATA)[1]
+    if cap:
+        resource.setrlimit(resource.RLIMIT_DATA, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    return grade(student, assignment, submission, source, settings)
+
+
 def _overtime(signum, frame):
     raise _Overtime
 
@@ -269,6 +284,7 @@ class _Grader:
         namespace = {"__name__": "__main__", "__builtins__": builtins}
         bound_generation = None
         torch.set_num_threads(1)
+        word2bert.testing.COURTESY_CHECKS = False  # the student's code runs in the sandbox, out of their sight
         for record in self.records:
             step = record.step
             if step.kind == "setup":
@@ -370,7 +386,7 @@ def main() -> None:
     import sys
 
     student, assignment, submission, source, settings = json.load(sys.stdin)["task"]
-    result = grade(student, assignment, base64.b64decode(submission), base64.b64decode(source), settings)
+    result = grade_in_own_process(student, assignment, base64.b64decode(submission), base64.b64decode(source), settings)
     sys.stdout.write(json.dumps(result))
 
 

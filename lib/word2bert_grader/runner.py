@@ -117,6 +117,10 @@ class Runner:
     # --- requests ---------------------------------------------------------------------------------
 
     def op_hello(self, header, tensors):
+        # The grader's process caps its own memory with a soft RLIMIT_DATA (harness.grade_in_own_process) that
+        # this process inherits; the sandbox's memory limit is its cgroup's, so the soft cap is lifted here.
+        data = resource.getrlimit(resource.RLIMIT_DATA)[1]
+        resource.setrlimit(resource.RLIMIT_DATA, (data, data))
         limits = header.get("limits", {})
         for name, value in limits.items():
             kind = getattr(resource, f"RLIMIT_{name.upper()}")

@@ -54,6 +54,7 @@ class Limits:
     scratch_mb: int = 256  # each of /work, /tmp and /dev/shm
     open_files: int = 256
     max_message_mb: int = 256  # largest reply read from it
+    grader_mb: int = 2048  # the grader's own process testing it (about 0.5 GB at most for honest work); 0: no cap
 
 
 class SandboxError(Exception):
