@@ -37,6 +37,7 @@ c.SandboxGrader.cell_timeouts = {"test_skipgram_training_purity": 240, "test_Cla
                                  "test_pretraining_run": 300, "test_ScalarMix_sense_probe": 240}
 # What one submission's sandbox may use (see word2bert_grader.sandbox.Limits).
 c.SandboxGrader.memory_mb = 2048
+c.SandboxGrader.cpus = 1  # a CPU quota where the cgroup's cpu controller can be used: no starving a classmate
 c.SandboxGrader.processes = 128
 c.SandboxGrader.cpu_seconds = 900
 c.SandboxGrader.file_mb = 64

@@ -366,3 +366,41 @@ def test_the_plan_restores_tests_and_keeps_scratch_cells_in_place():
     assert any("edited test cells test_f" in n for n in plan.notes)
     assert any("edited read-only cells setup" in n for n in plan.notes)
     assert json.dumps(plan.notes)
+
+
+CPU_HOG = """
+import os, resource, time
+end = time.time() + 2.0
+children = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        while time.time() < end:
+            pass
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime)
+"""
+
+
+def test_a_sandbox_keeps_at_most_its_cpus_busy():
+    """Three busy processes for 2 s in a sandbox of one CPU: about 2 s of CPU time, where a cgroup can say so."""
+    sandbox = Sandbox(Limits(cpus=1))
+    try:
+        sandbox.start()
+    except Exception as error:  # no bubblewrap or no user namespaces here
+        pytest.skip(f"the sandbox cannot start here: {error}")
+    try:
+        if sandbox._cgroup is None or not any(k in sandbox._cgroup.dirs for k in ("cpu", "v2")):
+            pytest.skip("no cgroup of our own with a cpu controller here: the quota is not applied")
+        if "v2" in sandbox._cgroup.dirs and not (sandbox._cgroup.dirs["v2"] / "cpu.max").exists():
+            pytest.skip("the cgroup v2 subtree has no cpu controller here")
+        reply, _ = sandbox.request({"op": "run_cell", "source": CPU_HOG}, timeout=60)
+        text = "".join(o.get("text", "") for o in reply.get("outputs", []))
+        used = float(text.split()[-1])
+        # unsafe: a submission's processes take every core, and a classmate's cells run past their limits
+        assert used < 2.0 * 1.3 + 0.3, f"3 busy processes used {used:.1f} s of CPU in 2 s with a quota of one CPU"
+    finally:
+        sandbox.close()

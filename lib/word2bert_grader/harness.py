@@ -33,7 +33,6 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-import word2bert.testing
 from word2bert_grader import feedback, notebook
 from word2bert_grader.proxy import SandboxFailure, Session, StudentError
 from word2bert_grader.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout, printable
@@ -284,7 +283,6 @@ class _Grader:
         namespace = {"__name__": "__main__", "__builtins__": builtins}
         bound_generation = None
         torch.set_num_threads(1)
-        word2bert.testing.COURTESY_CHECKS = False  # the student's code runs in the sandbox, out of their sight
         for record in self.records:
             step = record.step
             if step.kind == "setup":

@@ -41,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 INSIDE = "/opt/word2bert-sandbox"  # where runner.py and wire.py are mounted
 SCRATCH = "/home/student"  # the submission's working directory and $HOME
 CGROUP = Path("/sys/fs/cgroup")
+CPU_PERIOD = 100_000  # microseconds: the window of a cgroup's CPU quota
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Limits:
     """What one submission may use. Times are enforced by the grader, per request."""
 
     memory_mb: int = 2048
+    cpus: int = 1  # cores it may keep busy, where the cgroup's cpu controller is ours (so it cannot starve a classmate)
     processes: int = 128  # processes and threads
     cpu_seconds: int = 900
     file_mb: int = 64  # largest file it may write
@@ -278,6 +280,8 @@ class _Cgroup:
                 (made["v2"] / "memory.max").write_text(str(limits.memory_mb * 2**20), encoding="utf-8")
                 (made["v2"] / "memory.swap.max").write_text("0", encoding="utf-8")
                 (made["v2"] / "pids.max").write_text(str(limits.processes), encoding="utf-8")
+                if "cpu" in enabled:
+                    (made["v2"] / "cpu.max").write_text(f"{limits.cpus * CPU_PERIOD} {CPU_PERIOD}", encoding="utf-8")
             else:  # v1: a child of our own cgroup in each hierarchy (a user may own its subtree only)
                 own = {}
                 for line in open("/proc/self/cgroup", encoding="utf-8").read().splitlines():
@@ -289,6 +293,13 @@ class _Cgroup:
                     made[controller].mkdir()
                 (made["memory"] / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 2**20), encoding="utf-8")
                 (made["pids"] / "pids.max").write_text(str(limits.processes), encoding="utf-8")
+                try:  # a CPU quota where the cpu hierarchy is ours too; without it, memory and pids still hold
+                    made["cpu"] = CGROUP / "cpu" / own.get("cpu", "") / name
+                    made["cpu"].mkdir()
+                    (made["cpu"] / "cpu.cfs_period_us").write_text(str(CPU_PERIOD), encoding="utf-8")
+                    (made["cpu"] / "cpu.cfs_quota_us").write_text(str(limits.cpus * CPU_PERIOD), encoding="utf-8")
+                except OSError:
+                    cls({"cpu": made.pop("cpu")}).remove()
         except (OSError, ValueError, IndexError):
             cls(made).remove()
             return None
