@@ -84,7 +84,9 @@ def test_feedback_shows_the_answer_sanitized_and_the_graded_copy_keeps_its_grade
     graded = json.loads(feedback.graded_notebook(SOURCE, records))
     answer = [c for c in graded["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "why_f"]
     assert len(answer) == 1 and answer[0]["cell_type"] == "markdown", "formgrader grades the cell with this id"
-    assert answer[0]["source"].startswith("Because") and answer[0]["metadata"]["nbgrader"]["points"] == 3
+    # formgrader renders this copy unsanitised: the student's text is there whole, as a fenced block of text
+    text = "Because <script>alert(1)</script> [x](javascript:alert(2))"
+    assert answer[0]["source"] == f"```text\n{text}\n```" and answer[0]["metadata"]["nbgrader"]["points"] == 3
     assert MODEL_ANSWER not in json.dumps(graded)
 
 
