@@ -163,6 +163,26 @@ def lying():
         def __eq__(self, other):
             return True
     return Yes()
+
+from collections import namedtuple
+Pair = namedtuple("Pair", "first second")
+
+def pair(x):
+    return Pair(x * 2, torch.max(x, dim=0))  # a namedtuple holding a torch.return_types.max
+
+class Tagger(nn.Module):
+    # torch's own layers that the grader does not run itself: recurrent, norm, activation, loss
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 3, batch_first=True, bidirectional=True)
+        self.norm = nn.BatchNorm1d(6)
+        self.clip = nn.Hardtanh(-0.5, 0.5)
+        self.loss_fct = nn.CrossEntropyLoss(label_smoothing=0.1)
+
+    def forward(self, x, labels):
+        h, _ = self.lstm(x)
+        logits = self.clip(self.norm(h[:, -1]))
+        return logits, self.loss_fct(logits, labels)
 """
     reply, _ = sandbox.request({"op": "run_cell", "source": code}, timeout=60)
     assert reply["error"] is None, reply
@@ -246,6 +266,33 @@ def test_student_modules_are_mirrored(session):
 
 
 @needs_bwrap
+def test_tuple_subclasses_cross_as_tuples(session):
+    pair = bind(session, "pair")["pair"]
+    x = torch.tensor([[1.0, 5.0], [3.0, 2.0]])
+    first, (values, indices) = pair(x)  # unsafe for fairness: a correct namedtuple answer is unreadable
+    assert torch.equal(first, x * 2) and values.tolist() == [3.0, 5.0] and indices.tolist() == [1, 0]
+
+
+@needs_bwrap
+def test_modules_of_torch_the_grader_does_not_run_are_mirrored_and_run_in_the_sandbox(session):
+    Tagger = bind(session, "Tagger")["Tagger"]
+    torch.manual_seed(0)
+    tagger = Tagger()
+    assert sorted(n for n, _ in tagger.named_parameters())[:3] == [
+        "lstm.bias_hh_l0",
+        "lstm.bias_hh_l0_reverse",
+        "lstm.bias_ih_l0",
+    ]
+    assert "norm.running_mean" in dict(tagger.named_buffers()), "buffers of torch's layers come back"
+    x, labels = torch.randn(5, 7, 4), torch.tensor([0, 1, 2, 3, 4])
+    logits, loss = tagger(x, labels)
+    assert logits.shape == (5, 6) and logits.abs().max() <= 0.5 and loss.ndim == 0
+    loss.backward()
+    assert tagger.lstm.weight_ih_l0.grad is not None and tagger.norm.weight.grad is not None
+    assert tagger.norm.num_batches_tracked.item() == 1, "the batch norm's statistics moved in the sandbox"
+
+
+@needs_bwrap
 def test_student_exceptions_keep_their_builtin_type(session):
     raises = bind(session, "raises")["raises"]
     with pytest.raises(ValueError, match="no: value"):
@@ -326,7 +373,9 @@ def test_feedback_escapes_and_sanitizes_what_the_student_wrote():
         },
     )()
     result = {"student": "<eve>", "assignment": "a", "score": 0, "max_score": 1, "notes": [], "cells": {}}
-    page = feedback.page(result, [record, md])
+    sanitizer = feedback.Sanitizer()
+    sanitizer.outputs([record, md])
+    page = feedback.page(result, [record, md], sanitizer)
     assert "<script" not in page and "onerror" not in page and 'href="javascript' not in page
     assert "<b>ok</b>" in page, "harmless HTML survives sanitizing"
     assert "data:image/png" not in page, "an image that is not a PNG is not shown as one"

@@ -76,7 +76,7 @@ def test_feedback_shows_the_answer_sanitized_and_the_graded_copy_keeps_its_grade
         "notes": [],
         "cells": {"test_f": 2.0},
     }
-    page = feedback.page(result, records)
+    page = feedback.page(result, records, feedback.Sanitizer())
     assert "<script>" not in page and 'href="javascript:' not in page, "shown as text, never as HTML or a link"
     assert "your written answer: why_f, 3 points, graded by hand" in page
     assert "3 points of written answers, graded by hand" in page and MODEL_ANSWER not in page

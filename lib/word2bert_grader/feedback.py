@@ -22,7 +22,17 @@ import bleach
 from markdown_it import MarkdownIt
 
 MAX_PAGE_CHARS = 2_000_000
-_markdown = MarkdownIt("commonmark", {"html": False})  # raw HTML in markdown is shown as text
+# Student text is rendered or cleaned within limits, because the libraries' cost is not linear in it: markdown-it
+# takes time quadratic in link reference definitions (switched off: "[a]: b" shows as text) and about 0.1 ms a
+# character on other hostile input; html5lib's output and time grow with the square of nested formatting tags
+# ("<b id=1><p>" repeated). Past a limit, markdown is shown as plain text and HTML as the output's text/plain.
+MAX_MARKDOWN_CHARS = 20_000  # of one student markdown cell or written answer, rendered
+MARKDOWN_BUDGET = 100_000  # characters of student markdown rendered per submission
+MAX_HTML_CHARS = 20_000  # of one HTML output, cleaned
+MAX_HTML_TAGS = 500  # of one HTML output, cleaned (a 30-row table has about 300)
+HTML_TAG_BUDGET = 2_000  # tags cleaned per submission
+MAX_HTML_GROWTH = 4  # a cleaned output longer than this many times its input is shown as text instead
+_markdown = MarkdownIt("commonmark", {"html": False}).disable("reference")  # raw HTML in markdown is shown as text
 _TAGS = {
     "table",
     "thead",
@@ -79,13 +89,56 @@ class _Budget:
         return "<p class='note'>(more output was left out: the feedback page has a size limit)</p>"
 
 
-def page(result: dict, records) -> str:
+class Sanitizer:
+    """Makes a submission's student text safe to show, once, within the limits above."""
+
+    def __init__(self):
+        self.markdown_left = MARKDOWN_BUDGET
+        self.tags_left = HTML_TAG_BUDGET
+
+    def markdown(self, text: str) -> str:
+        """Student markdown as HTML without raw HTML, or as escaped plain text past the limits."""
+        if len(text) <= min(MAX_MARKDOWN_CHARS, self.markdown_left):
+            self.markdown_left -= len(text)
+            return _markdown.render(text)
+        return f"<pre>{html.escape(text)}</pre>"
+
+    def outputs(self, records) -> None:
+        """Every display output of the records, replaced by the one representation shown (see ``display``)."""
+        for record in records:
+            record.outputs = [
+                o if o.get("type") == "stream" else {"type": "display", "data": dict([self.display(o.get("data", {}))])}
+                for o in record.outputs
+            ]
+
+    def display(self, data: dict) -> tuple[str, str]:
+        """What of a display output the student's page and the instructor's copy show: a PNG that is one, HTML
+        cleaned by bleach (no scripts, no attributes) within the limits, or the plain text; nothing else (no
+        JavaScript, SVG...)."""
+        png = data.get("image/png", "")
+        if isinstance(png, str) and png and _is_png(png):
+            return "image/png", png
+        markup = data.get("text/html")
+        if isinstance(markup, str):
+            tags = markup.count("<")
+            if len(markup) <= MAX_HTML_CHARS and tags <= min(MAX_HTML_TAGS, self.tags_left):
+                self.tags_left -= tags
+                cleaned = bleach.clean(markup, tags=_TAGS, attributes={}, strip=True)
+                if len(cleaned) <= MAX_HTML_GROWTH * max(len(markup), 1000):
+                    return "text/html", cleaned
+        text = data.get("text/plain", "")
+        return "text/plain", text if isinstance(text, str) else ""
+
+
+def page(result: dict, records, sanitizer: Sanitizer) -> str:
+    """The student's page; ``records``' outputs made safe by ``sanitizer`` first (:meth:`Sanitizer.outputs`)."""
     budget = _Budget(MAX_PAGE_CHARS)
     parts = [_header(result)]
     for record in records:
         step = record.step
         if step.kind == "markdown":
-            parts.append(budget.take(f"<div class='cell'>{_markdown.render(step.source)}</div>"))
+            text = sanitizer.markdown(step.source) if step.student_markdown else _markdown.render(step.source)
+            parts.append(budget.take(f"<div class='cell'>{text}</div>"))
         elif step.kind in ("setup", "answer", "student"):
             label = {"setup": "read-only cell", "answer": f"your answer: {step.grade_id}", "student": "your cell"}[
                 step.kind
@@ -99,7 +152,7 @@ def page(result: dict, records) -> str:
             parts.append(budget.take(_test(record, result)))
         elif step.kind == "written":
             label = f"your written answer: {step.grade_id}, {step.points:g} points, graded by hand"
-            answer = _markdown.render(step.source) if step.source.strip() else "<p>(no answer)</p>"
+            answer = sanitizer.markdown(step.source) if step.source.strip() else "<p>(no answer)</p>"
             parts.append(
                 budget.take(
                     f"<div class='cell'><div class='label'>{html.escape(label)}</div>"
@@ -148,24 +201,12 @@ def _test(record, result: dict) -> str:
 def _output(output: dict) -> str:
     if output.get("type") == "stream":
         return f"<div class='output'><pre>{html.escape(output['text'])}</pre></div>"
-    mime, value = _safe_display(output.get("data", {}))
+    ((mime, value),) = output["data"].items()  # made safe by Sanitizer.outputs
     if mime == "image/png":
         return f"<div class='output'><img alt='a figure from your cell' src='data:image/png;base64,{value}'></div>"
     if mime == "text/html":
         return f"<div class='output'>{value}</div>"
     return f"<div class='output'><pre>{html.escape(value)}</pre></div>"
-
-
-def _safe_display(data: dict) -> tuple[str, str]:
-    """What of a display output the student's page and the instructor's copy show: a PNG that is one, HTML
-    cleaned by bleach (no scripts, no attributes), or the plain text; nothing else (no JavaScript, SVG...)."""
-    png = data.get("image/png", "")
-    if isinstance(png, str) and png and _is_png(png):
-        return "image/png", png
-    if isinstance(data.get("text/html"), str):
-        return "text/html", bleach.clean(data["text/html"], tags=_TAGS, attributes={}, strip=True)
-    text = data.get("text/plain", "")
-    return "text/plain", text if isinstance(text, str) else ""
 
 
 def _fenced(markdown: str) -> str:
@@ -191,7 +232,8 @@ def failure_page(result: dict) -> str:
 
 
 def graded_notebook(source_cells: list[dict], records) -> str:
-    """The instructor's graded copy, as nbformat 4 JSON."""
+    """The instructor's graded copy, as nbformat 4 JSON; ``records``' outputs made safe first
+    (:meth:`Sanitizer.outputs`)."""
     meta = {
         c.get("metadata", {}).get("nbgrader", {}).get("grade_id"): c.get("metadata", {})
         for c in source_cells
@@ -210,14 +252,13 @@ def graded_notebook(source_cells: list[dict], records) -> str:
         # a test cell shows the grader's verdict only: what its visible half printed in the sandbox (run there to
         # catch tampering, without the course library) is not the test's result and would mislead
         for o in record.outputs if step.kind != "test" else []:
-            if not budget.fits(len(json.dumps(o))):
+            if not budget.fits(len(json.dumps(o))):  # the cleaned output (Sanitizer.outputs) is what is counted
                 outputs.append({"output_type": "stream", "name": "stdout", "text": "(output left out: size limit)"})
                 break
             if o["type"] == "stream":
                 outputs.append({"output_type": "stream", "name": o["name"], "text": o["text"]})
             else:
-                mime, value = _safe_display(o["data"])
-                outputs.append({"output_type": "display_data", "data": {mime: value}, "metadata": {}})
+                outputs.append({"output_type": "display_data", "data": o["data"], "metadata": {}})
         if record.failure:
             outputs.append({"output_type": "error", "ename": "NotGraded", "evalue": record.failure, "traceback": []})
         if step.kind == "test":

@@ -4,18 +4,23 @@
 result out (scores, notes, the feedback page, the graded notebook). It writes no file and needs no
 shared folder, so the same call runs in a local process pool or on a cluster worker.
 
-Two passes over the plan of :mod:`word2bert_grader.notebook`:
+One pass over the plan of :mod:`word2bert_grader.notebook`, in notebook order, as nbgrader runs a notebook:
 
-1. **In the sandbox**, in notebook order: the read-only set-up cells, the student's cells, and the
-   visible half of each test (to compare with the trusted verdict: a test that passes in the
-   student's kernel but fails here is reported as suspected tampering). A cell that runs past its
-   time limit or kills the process is recorded; the sandbox is started again and the cells that
-   ran are replayed (their output discarded), so one bad cell costs only what depends on it.
-2. **Here**, in a fresh namespace: the source's set-up cells, then every test cell, whole (hidden
-   tests included), with the names the answer cells define bound to proxies into the sandbox
-   (:mod:`word2bert_grader.proxy`). A test passes if it raises nothing. Student code cannot reach
-   this process: its hooks, patches and lying objects stay in the sandbox, and what crosses back
-   is data.
+- every code cell runs **in the sandbox**: the read-only set-up cells, the student's cells, and the visible
+  half of each test (to compare with the trusted verdict). A cell that runs past its time limit or kills the
+  process is recorded; the sandbox is started again and the cells that ran are replayed (their output
+  discarded), so one bad cell costs only what depends on it;
+- each test cell then runs **here**, whole (hidden tests included), in a namespace of the grader's own (the
+  source's set-up cells ran in it too), with the names the answer cells define bound to proxies into the
+  sandbox (:mod:`word2bert_grader.proxy`) as they stand at that place of the notebook: a scratch cell further
+  down that redefines an answer does not change what an earlier test sees. A test passes if it raises
+  nothing. Student code cannot reach this process: its hooks, patches and lying objects stay in the
+  sandbox, and what crosses back is data.
+
+A test that passed in the student's kernel and failed here, on the same values, is evidence of tampering (a
+kernel that lies); a value the grader could not read, or a hidden part the kernel never ran, is not. Every
+string that comes back is made valid text, and every step, the feedback page and the graded notebook
+included, runs under one time limit for the whole submission.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from word2bert_grader import feedback, notebook
-from word2bert_grader.proxy import SandboxFailure, Session, StudentError
+from word2bert_grader.proxy import SandboxFailure, Session, StudentError, UnreadableFailure
 from word2bert_grader.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout, printable
 
 MAX_OUTPUT_CHARS = 20_000  # per output of a cell, as nbgrader's LimitOutput
@@ -76,6 +81,7 @@ class Record:
     message: str = ""  # why the test failed
     test_output: str = ""  # what a visible test printed
     wrote_stderr: bool = False
+    unreadable: bool = False  # the test failed because the grader could not read what the student's code gave
 
 
 class _Overtime(BaseException):
@@ -111,6 +117,15 @@ def failed_result(student: str, assignment: str, source: bytes, reason: str, tra
     }
 
 
+def backstop(source_cells: list[dict], settings: Settings) -> float:
+    """Seconds the whole grading of a submission of this source may take: every source cell's limit twice, the
+    student's own cells' budget, start-ups, and the feedback (student cells cannot stretch it: their count and
+    time are capped, and so are the sizes of what the pages show)."""
+    plan = notebook.plan(source_cells, source_cells)
+    cells = sum(settings.limit(s.grade_id) for s in plan.steps if s.kind in ("setup", "answer", "test"))
+    return 120 + 2 * STUDENT_CELLS_SECONDS + 2 * cells
+
+
 def grade(student: str, assignment: str, submission: bytes, source: bytes, settings: dict) -> dict:
     """The whole grading of one submission (see the module docstring)."""
     config = Settings.from_dict(settings)
@@ -123,37 +138,47 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         result["failed"] = f"not a valid notebook ({type(error).__name__}: {str(error)[:200]})"
         result["feedback"] = feedback.failure_page(result) if config.feedback else ""
-        return result
+        return notebook.valid_data(result)
     plan = notebook.plan(source_cells, cells)
     result["notes"] += plan.notes
     records = [Record(step) for step in plan.steps]
     sandbox = Sandbox(config.limits, config.unsafe)
-    # A backstop for the whole submission: every source cell's limit twice, the student's own cells'
-    # budget, start-ups. (Student cells cannot stretch it: their count and time are capped.)
-    backstop = (
-        120
-        + 2 * STUDENT_CELLS_SECONDS
-        + 2 * sum(config.limit(s.grade_id) for s in plan.steps if s.kind in ("setup", "answer", "test"))
-    )
+    limit = backstop(source_cells, config)
     main = threading.current_thread() is threading.main_thread()  # signals only there (not in a Dask thread)
     if main:
         previous = signal.signal(signal.SIGALRM, _overtime)
-        signal.alarm(int(backstop))
+        signal.alarm(int(limit))
     try:
-        grader = _Grader(config, sandbox, records)
-        grader.run_in_sandbox()
-        grader.run_tests(plan.contract)
-        result["sandbox"] = grader.hello
+        try:
+            grader = _Grader(config, sandbox, records)
+            grader.run(plan.contract)
+            result["sandbox"] = grader.hello
+        except SandboxError as error:  # the sandbox could not even start
+            result["failed"] = f"the sandbox could not start: {error}"
+        finally:
+            sandbox.close()
+        _score(result, records, points)
+        sanitizer = feedback.Sanitizer()
+        sanitizer.outputs(records)
+        if config.feedback:
+            failed = result["failed"]
+            result["feedback"] = feedback.failure_page(result) if failed else feedback.page(result, records, sanitizer)
+        result["autograded"] = feedback.graded_notebook(source_cells, records)
     except _Overtime:
-        result["failed"] = f"grading took longer than {backstop:g} s in all"
-        result["transient"] = True  # a loaded machine, perhaps: try again next run
-    except SandboxError as error:  # the sandbox could not even start
-        result["failed"] = f"the sandbox could not start: {error}"
+        result.update(cells=dict.fromkeys(points, 0.0), score=0.0, autograded="", transient=True)
+        result["failed"] = f"grading took longer than {limit:g} s in all"  # a loaded machine, perhaps: next run again
+        result["feedback"] = feedback.failure_page(result) if config.feedback else ""
     finally:
         if main:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, previous)
         sandbox.close()
+    result["seconds"] = time.perf_counter() - start
+    return notebook.valid_data(result)
+
+
+def _score(result: dict, records: list[Record], points: dict[str, float]) -> None:
+    """Scores, notes and the tampering verdicts of a run, into ``result``."""
     for r in records:
         s = r.step
         if s.kind == "written":
@@ -167,7 +192,10 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
             result["notes"].append(
                 f"your code wrote to stderr during {s.grade_id} (warnings are not counted against you)"
             )
-        if s.kind == "test" and r.sandbox_passed and r.passed is False:
+        # Evidence of tampering: the kernel ran this whole test (it has no hidden part) on the values the grader
+        # tested too (bound at the same place), passed it, and the same code failed here on an ordinary assertion
+        # or error. A value the grader could not read, a crash or a time limit is reported as what it is.
+        if s.kind == "test" and r.sandbox_passed and r.passed is False and s.visible == s.source and not r.unreadable:
             result["tampering"].append(f"{s.grade_id} passed in your notebook's kernel but failed in the grader")
         truncated = sum("characters, cut" in o.get("text", "") for o in r.outputs)
         if truncated:
@@ -180,11 +208,6 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
     result["score"] = sum(result["cells"].values())
     if result["tampering"]:
         result["notes"].append("tampering suspected: " + "; ".join(result["tampering"]))
-    if config.feedback:
-        result["feedback"] = feedback.page(result, records) if not result["failed"] else feedback.failure_page(result)
-    result["autograded"] = feedback.graded_notebook(source_cells, records)
-    result["seconds"] = time.perf_counter() - start
-    return result
 
 
 def grade_in_own_process(student: str, assignment: str, submission: bytes, source: bytes, settings: dict) -> dict:
@@ -215,6 +238,8 @@ class _Grader:
         self.ran: list[Record] = []  # cells that finished in the sandbox: replayed after a restart
         self.restarts = 0
         self.hello: dict = {}
+        self.cells_run = 0  # requests to run a cell, so far (the names bound for a test are those after them)
+        self.own_cells, self.own_seconds = 0, 0.0  # the student's own cells, bounded in number and time
 
     # --- pass 1: the sandbox ----------------------------------------------------------------------
 
@@ -238,87 +263,92 @@ class _Grader:
                 record.failure = record.failure or _why(error)
                 self.ran.remove(record)
 
-    def run_in_sandbox(self) -> None:
-        own_cells, own_seconds = 0, 0.0
+    def run(self, contract: list[str]) -> None:
+        """Every cell in notebook order: code in the sandbox, each test here right after its visible half."""
+        session = Session(self.sandbox, restart=self.start)
+        namespace = {"__name__": "__main__", "__builtins__": builtins}
+        torch.set_num_threads(1)
+        bound = None  # (sandbox generation, cells run) when the contract's names were last bound
         for record in self.records:
             step = record.step
             if step.kind in ("markdown", "written"):  # text: never run
                 continue
-            limit = self.config.limit(step.grade_id)
-            if step.kind == "student":  # scratch work: bounded in number and in total time
-                own_cells += 1
-                limit = min(limit, STUDENT_CELLS_SECONDS - own_seconds)
-                if own_cells > MAX_STUDENT_CELLS or limit <= 0:
-                    record.failure = (
-                        f"was not run: your own cells beyond the answers are limited to "
-                        f"{MAX_STUDENT_CELLS} and {STUDENT_CELLS_SECONDS:g} s in all"
-                    )
-                    continue
-            try:
-                if self.sandbox.process is None or self.sandbox.process.poll() is not None:
-                    self.start()
-            except SandboxFailure as error:
-                record.failure = f"was not run: {error}"
-                continue
-            started = time.monotonic()
-            try:
-                reply, _ = self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)}, timeout=limit)
-            except SandboxError as error:
-                record.failure = _why(error)
-                continue
-            finally:
-                if step.kind == "student":
-                    own_seconds += time.monotonic() - started
-            self.ran.append(record)
-            record.outputs = _outputs(reply.get("outputs"))
-            error = reply.get("error")
-            record.error = _error_text(error) if error else ""
-            if step.kind == "test":
-                record.sandbox_passed = error is None
-
-    # --- pass 2: the tests, here ------------------------------------------------------------------
-
-    def run_tests(self, contract: list[str]) -> None:
-        session = Session(self.sandbox, restart=self.start)
-        namespace = {"__name__": "__main__", "__builtins__": builtins}
-        bound_generation = None
-        torch.set_num_threads(1)
-        for record in self.records:
-            step = record.step
-            if step.kind == "setup":
+            if step.kind == "setup":  # the source's read-only cells run in the grader's namespace too
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                     try:
                         exec(compile(step.source, f"<{step.grade_id}>", "exec"), namespace)
                     except Exception:  # a broken set-up cell fails the tests that need it
                         pass
-                continue
-            if step.kind != "test":
-                continue
-            limit = self.config.limit(step.grade_id)
-            session.limit = limit
-            session.deadline = time.monotonic() + limit
-            out, err = io.StringIO(), io.StringIO()
-            try:
-                if bound_generation != session.generation or session.sandbox.process is None:
-                    session.ensure_running()
-                    values = session.names(contract)
-                    for name in contract:
-                        if name in values:
-                            namespace[name] = values[name]
-                        else:
-                            namespace.pop(name, None)
-                    bound_generation = session.generation
-                code = _compile_test(step)
-                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    exec(code, namespace)
-                record.passed = True
-            except SandboxFailure as error:
-                record.passed, record.message = False, str(error)
-            except Exception as error:
-                record.passed = False
-                record.message = _failure_message(error, step)
-            record.test_output = _cap(out.getvalue()) if step.visible == step.source else ""
-            record.wrote_stderr = bool(err.getvalue())
+            self.run_cell(record)
+            if step.kind == "test":
+                bound = self.test(record, session, namespace, contract, bound)
+
+    def run_cell(self, record: Record) -> None:
+        """One cell in the sandbox (a test's visible half), within its limit."""
+        step = record.step
+        limit = self.config.limit(step.grade_id)
+        if step.kind == "student":  # scratch work: bounded in number and in total time
+            self.own_cells += 1
+            limit = min(limit, STUDENT_CELLS_SECONDS - self.own_seconds)
+            if self.own_cells > MAX_STUDENT_CELLS or limit <= 0:
+                record.failure = (
+                    f"was not run: your own cells beyond the answers are limited to "
+                    f"{MAX_STUDENT_CELLS} and {STUDENT_CELLS_SECONDS:g} s in all"
+                )
+                return
+        try:
+            if self.sandbox.process is None or self.sandbox.process.poll() is not None:
+                self.start()
+        except SandboxFailure as error:
+            record.failure = f"was not run: {error}"
+            return
+        started = time.monotonic()
+        self.cells_run += 1
+        try:
+            reply, _ = self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)}, timeout=limit)
+        except SandboxError as error:
+            record.failure = _why(error)
+            return
+        finally:
+            if step.kind == "student":
+                self.own_seconds += time.monotonic() - started
+        self.ran.append(record)
+        record.outputs = _outputs(reply.get("outputs"))
+        error = reply.get("error")
+        record.error = _error_text(error) if error else ""
+        if step.kind == "test":
+            record.sandbox_passed = error is None
+
+    def test(self, record: Record, session: Session, namespace: dict, contract: list[str], bound):
+        """One test cell, whole, here; returns when the names were bound (see :meth:`run`)."""
+        step = record.step
+        limit = self.config.limit(step.grade_id)
+        session.limit = limit
+        session.deadline = time.monotonic() + limit
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            if bound != (session.generation, self.cells_run) or session.sandbox.process is None:
+                session.ensure_running()
+                values = session.names(contract)
+                for name in contract:
+                    if name in values:
+                        namespace[name] = values[name]
+                    else:
+                        namespace.pop(name, None)
+                bound = (session.generation, self.cells_run)
+            code = _compile_test(step)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                exec(code, namespace)
+            record.passed = True
+        except SandboxFailure as error:
+            record.passed, record.message = False, str(error)
+            record.unreadable = isinstance(error, UnreadableFailure)
+        except Exception as error:
+            record.passed = False
+            record.message = _failure_message(error, step)
+        record.test_output = _cap(out.getvalue()) if step.visible == step.source else ""
+        record.wrote_stderr = bool(err.getvalue())
+        return bound
 
 
 def _sandboxed(step: notebook.Step) -> str:
@@ -374,7 +404,10 @@ def _error_text(error) -> str:
 
 
 def _cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n... ({len(text):,} characters, cut)"
+    """Student text as the grader keeps it: valid, and at most ``limit`` characters."""
+    if len(text) <= limit:
+        return notebook.valid_text(text)
+    return notebook.valid_text(text[:limit]) + f"\n... ({len(text):,} characters, cut)"
 
 
 def main() -> None:

@@ -58,10 +58,26 @@ def without_hidden_tests(source: str) -> str:
     return "\n".join(kept)
 
 
+def valid_text(text: str) -> str:
+    """``text`` with what no UTF-8 file can hold (lone surrogates, from a JSON escape or a print) replaced."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def valid_data(value):
+    """``value`` (a result: dicts, lists, strings, numbers) with every string made valid text (:func:`valid_text`)."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_data(k): valid_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_data(v) for v in value]
+    return value
+
+
 def _text(source) -> str:
     if isinstance(source, list):
-        return "".join(s for s in source if isinstance(s, str))
-    return source if isinstance(source, str) else ""
+        return valid_text("".join(s for s in source if isinstance(s, str)))
+    return valid_text(source) if isinstance(source, str) else ""
 
 
 def _nbgrader(cell) -> dict:

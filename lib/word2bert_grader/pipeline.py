@@ -30,7 +30,7 @@ from pathlib import Path
 import word2bert
 import word2bert_grader
 from word2bert_grader import downloads as lms
-from word2bert_grader import executors, gradebook
+from word2bert_grader import executors, gradebook, notebook
 from word2bert_grader.feedback import failure_page
 from word2bert_grader.harness import Settings, failed_result
 from word2bert_grader.sandbox import Limits, Unavailable, check_available, printable
@@ -83,7 +83,12 @@ def find_submissions(
         if student.startswith(".") or not folder.is_dir():
             continue  # .ipynb_checkpoints and stray files are nobody's submission
         for a in sorted(p for p in folder.iterdir() if p.name in names):
-            if roster is not None and student not in roster:
+            if printable(notebook.valid_text(student)) != student:  # no file, page or CSV row could name it
+                name = printable(notebook.valid_text(student))
+                refused.append(
+                    failed_result(name, a.name, source(root, a.name), "refused: the folder's name is not text")
+                )
+            elif roster is not None and student not in roster:
                 refused.append(failed_result(student, a.name, source(root, a.name), "refused: not on the roster"))
             elif folder.is_symlink() or a.is_symlink():
                 refused.append(failed_result(student, a.name, source(root, a.name), "refused: the folder is a symlink"))
@@ -138,7 +143,7 @@ def cache_key(task: tuple) -> str:
 
 def cached(root: Path, key: str) -> dict | None:
     try:
-        return json.loads((root / CACHE / f"{key}.json").read_text(encoding="utf-8"))
+        return notebook.valid_data(json.loads((root / CACHE / f"{key}.json").read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
 
@@ -169,6 +174,7 @@ def run_all(root: Path, tasks: list[tuple], jobs: int, scheduler: str | None) ->
     failures = 0
     with tqdm(total=len(tasks) + reused, initial=reused, desc="autograde", unit="submission", disable=None) as bar:
         for result in run:
+            result = notebook.valid_data(result)  # from a worker or a cluster: only valid text is kept or written
             key, _ = todo[result["student"], result["assignment"]]
             if not result.get("transient"):
                 remember(root, key, result)
@@ -179,20 +185,34 @@ def run_all(root: Path, tasks: list[tuple], jobs: int, scheduler: str | None) ->
     return results, reused
 
 
-def write_outputs(root: Path, results: list[dict]) -> None:
-    """Feedback pages and graded notebooks, written here only (and nothing else into feedback/)."""
+def write_outputs(root: Path, results: list[dict]) -> list[dict]:
+    """Feedback pages and graded notebooks, written here only (and nothing else into feedback/). A result whose
+    files cannot be written becomes that submission's failed row, with the reason; the others are written."""
+    written = []
     for r in results:
-        for step, name, text in (
-            ("feedback", f"{r['assignment']}.html", r["feedback"]),
-            ("autograded", f"{r['assignment']}.ipynb", r["autograded"]),
-        ):
-            folder = root / step / r["student"] / r["assignment"]
-            if folder.is_symlink():
-                folder.unlink()
-            shutil.rmtree(folder, ignore_errors=True)
-            if text:
-                folder.mkdir(parents=True)
-                (folder / name).write_text(text, encoding="utf-8")
+        try:
+            _write_files(root, r)
+        except (OSError, UnicodeError, ValueError) as error:
+            reason = f"its feedback could not be written ({type(error).__name__}: {str(error)[:200]})"
+            r = {**r, "cells": dict.fromkeys(r["cells"], 0.0), "score": 0.0, "failed": reason, "autograded": ""}
+            r["feedback"] = failure_page(r)
+            _write_files(root, {**r, "feedback": ""})  # nothing half-written is left behind
+        written.append(r)
+    return written
+
+
+def _write_files(root: Path, r: dict) -> None:
+    for step, name, text in (
+        ("feedback", f"{r['assignment']}.html", r["feedback"]),
+        ("autograded", f"{r['assignment']}.ipynb", r["autograded"]),
+    ):
+        folder = root / step / r["student"] / r["assignment"]
+        if folder.is_symlink():
+            folder.unlink()
+        shutil.rmtree(folder, ignore_errors=True)
+        if text:
+            folder.mkdir(parents=True)
+            (folder / name).write_text(text, encoding="utf-8")
 
 
 def written_to_regrade(root: Path, results: list[dict]) -> set[tuple[str, str, str]]:
@@ -352,7 +372,7 @@ def autograde(
     for r in results:
         if r["failed"] and not r["feedback"] and (feedback if isinstance(feedback, bool) else r["student"] in feedback):
             r["feedback"] = failure_page(r)
-    write_outputs(root, results)
+    results = write_outputs(root, results)
     reset = gradebook.record(root / "gradebook.db", results, written_to_regrade(root, results))
     write_grades(root / "grades.csv", results)
     print(printable(summary(results, unsafe, ignored, reused)))

@@ -30,8 +30,8 @@ import torch
 from torch import nn
 
 from word2bert_grader import wire
-from word2bert_grader.runner import LOCAL_MODULES
 from word2bert_grader.sandbox import Sandbox, SandboxError, SandboxTimeout
+from word2bert_grader.wire import LOCAL_MODULES
 
 
 class StudentError(Exception):
@@ -42,6 +42,11 @@ class StudentError(Exception):
 
 class SandboxFailure(BaseException):
     """The student's code crashed the sandbox or ran past the cell's time limit (not catchable as Exception)."""
+
+
+class UnreadableFailure(SandboxFailure):
+    """What the student's code defined or returned has a shape the grader cannot read back. Reported as exactly
+    that, never as tampering: the grader never saw the value the student's kernel tested."""
 
 
 class Session:
@@ -98,7 +103,7 @@ class Session:
         reply, tensors = self.request({"op": "names", "names": names})
         found = reply.get("names")
         if type(found) is not dict:
-            raise SandboxFailure("the sandbox answered nonsense to a names request")
+            raise SandboxFailure("the sandbox's reply did not say what your notebook defines")
         decoder = self._current_decoder = wire.Decoder(tensors, self._proxy)
         out = {}
         for name in names:
@@ -213,7 +218,9 @@ class Session:
     def _mirror_class(self, h: int, name: str, base) -> type:
         key = (self.generation, h)
         if key not in self._classes:
-            base_cls = getattr(nn, base) if base in LOCAL_MODULES | {"Module"} else nn.Module
+            # torch's own classes whose forward runs here are bases of the mirror (isinstance holds); any other's
+            # forward runs in the sandbox, on a plain module holding its parameters and buffers
+            base_cls = getattr(nn, base) if base in LOCAL_MODULES else nn.Module
             self._classes[key] = type(
                 name,
                 (RemoteModule, base_cls),
@@ -314,7 +321,9 @@ class _Call:
             _write_back(self.kwargs, decoder.decode(reply.get("kwargs")))
             session.refresh(reply.get("modules") or [], decoder)
         except (wire.WireError, KeyError, TypeError, ValueError, RuntimeError) as error:
-            raise SandboxFailure(f"the sandbox answered nonsense ({str(error)[:200]})") from None
+            raise UnreadableFailure(
+                f"what your code returned could not be read by the grader ({str(error)[:200]})"
+            ) from None
         self.grad_outputs = [
             t for _, t, marked in wire.tensors_in(self.result, reply.get("result")) if marked and t.is_floating_point()
         ]
@@ -344,7 +353,9 @@ class _Call:
             for h, n, g in reply.get("params") or []:
                 found[(h, n)] = None if g is None else decoder.decode(g)
         except (wire.WireError, TypeError, ValueError) as error:
-            raise SandboxFailure(f"the sandbox answered nonsense to backward ({str(error)[:200]})") from None
+            raise UnreadableFailure(
+                f"your code's gradients could not be read by the grader ({str(error)[:200]})"
+            ) from None
         out = []
         for key, t in wanted:
             g = found.get(key)
@@ -449,7 +460,7 @@ class Unreadable:
         self.name, self.why = name, why
 
     def __call__(self, *args, **kwargs):
-        raise StudentError(f"{self.name} could not be read from your notebook: {self.why}")
+        raise UnreadableFailure(f"{self.name} could not be read from your notebook by the grader: {self.why}")
 
 
 def student_exception(error) -> BaseException:

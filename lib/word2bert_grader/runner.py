@@ -32,36 +32,11 @@ try:
 except ImportError:  # inside the sandbox this file and wire.py sit side by side, not in a package
     import wire
 
+LOCAL_MODULES = wire.LOCAL_MODULES
+
 MAX_FRAME = 256 * 2**20
 MAX_OUTPUT = 100_000  # characters kept of one cell's text output
 MAX_RETAINED = 256  # graphs kept for a later backward
-# torch.nn modules whose forward the grader runs itself from their attributes and tensors (see proxy.py)
-LOCAL_MODULES = {
-    "Linear",
-    "Bilinear",
-    "Identity",
-    "Dropout",
-    "Dropout1d",
-    "Dropout2d",
-    "Dropout3d",
-    "AlphaDropout",
-    "LayerNorm",
-    "Embedding",
-    "ReLU",
-    "GELU",
-    "Tanh",
-    "Sigmoid",
-    "SiLU",
-    "Softmax",
-    "LogSoftmax",
-    "LeakyReLU",
-    "ELU",
-    "Softplus",
-    "Flatten",
-    "Sequential",
-    "ModuleList",
-    "ModuleDict",
-}
 
 
 class _NoLibrary:
@@ -261,7 +236,7 @@ class Runner:
         for _, m in module.named_modules(remove_duplicate=True):
             h = self.handle_of(m)
             cls = type(m)
-            builtin = cls.__name__ if cls.__module__.startswith("torch.nn.modules") else None
+            local = cls.__name__ if _torch_class(cls) and cls.__name__ in LOCAL_MODULES else None
             attrs = {
                 k: self.encoder.encode(v)
                 for k, v in vars(m).items()
@@ -269,12 +244,12 @@ class Runner:
             }
             nodes[h] = {
                 "name": cls.__name__,
-                "builtin": builtin if builtin in LOCAL_MODULES else None,
+                "builtin": local,
                 "training": m.training,
                 "params": {n: self.encoder.encode(p) for n, p in m._parameters.items() if p is not None},
                 "buffers": {n: self.encoder.encode(b) for n, b in m._buffers.items() if b is not None},
                 "base": _torch_base(cls),
-                "class": None if builtin else self.handle_of(cls),
+                "class": None if local else self.handle_of(cls),  # any other class's forward runs here
                 "attrs": attrs,
                 "children": [[n, self.handle_of(c)] for n, c in m._modules.items() if c is not None],
                 "methods": _methods(cls),
@@ -356,17 +331,20 @@ def _name(obj) -> str:
     return str(name)[:80]
 
 
+def _torch_class(cls) -> bool:
+    """One of torch.nn's own module classes (nn.Linear, nn.LSTM, nn.CrossEntropyLoss...)."""
+    return cls.__module__.startswith("torch.nn.modules") and getattr(torch.nn, cls.__name__, None) is cls
+
+
 def _torch_base(cls) -> str:
-    """The nearest torch.nn class this class derives from, by name ("Module" at least)."""
-    for base in cls.__mro__:
-        if base.__module__.startswith("torch.nn.modules") and base.__name__ in LOCAL_MODULES | {"Module"}:
-            return base.__name__
-    return "Module"
+    """The nearest torch.nn class this class derives from, by name ("Module" at least): where the grader runs its
+    forward itself (wire.LOCAL_MODULES), the mirror derives from it, so that ``isinstance(m, nn.Linear)`` holds."""
+    return next((base.__name__ for base in cls.__mro__ if _torch_class(base)), "Module")
 
 
 def _methods(cls) -> list[str]:
     """Public methods the student's class adds to torch's (the grader can call them remotely)."""
-    if cls.__module__.startswith("torch.nn.modules"):
+    if _torch_class(cls):
         return []
     own = set()
     for klass in cls.__mro__:

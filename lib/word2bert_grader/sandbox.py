@@ -5,6 +5,11 @@ The student's code runs in ``runner.py`` under bubblewrap (Debian's ``bubblewrap
 - new user, pid, network, ipc, uts and mount namespaces, ``--die-with-parent``, a new session and a
   cleared environment: it cannot see or signal other processes, reach any network (loopback
   included), or outlive the grader;
+- the student's uid (65534 inside) is never host root: bubblewrap maps it to the uid that starts it, so
+  where the grader runs as root, :mod:`word2bert_grader.launch` starts it as an unprivileged uid of this
+  sandbox's own (``SANDBOX_UIDS``), which also gives it per-user kernel quotas of its own;
+- ``/proc`` as container runtimes leave it: what changes the host (``/proc/sys``, ``/proc/sysrq-trigger``...)
+  read-only, what exposes the kernel (``/proc/kcore``, ``/proc/keys``...) hidden;
 - the system, the Python installation and the virtual environment read-only; nothing else of the
   host: not the course folder (solutions, gradebooks, submissions), not ``$HOME``, not the grader's
   code. ``/home/student`` (its working directory and home), ``/tmp`` and ``/dev/shm`` are empty size-capped tmpfs;
@@ -22,7 +27,9 @@ every reply. Nothing it sends back is trusted: see :mod:`word2bert_grader.proxy`
 
 from __future__ import annotations
 
+import json
 import os
+import pwd
 import select
 import shutil
 import signal
@@ -35,13 +42,30 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from word2bert_grader import wire
+from word2bert_grader import launch, wire
 
 HERE = Path(__file__).resolve().parent
 INSIDE = "/opt/word2bert-sandbox"  # where runner.py and wire.py are mounted
 SCRATCH = "/home/student"  # the submission's working directory and $HOME
 CGROUP = Path("/sys/fs/cgroup")
 CPU_PERIOD = 100_000  # microseconds: the window of a cgroup's CPU quota
+# Host uids for sandboxes started by root: one each (the start plus the grading process's pid, unique while it
+# runs), above systemd's container ranges and below its "foreign" range, so no account's.
+SANDBOX_UIDS = range(0x70000000, 0x70000000 + 2**22)
+# /proc as runc leaves it: read-only where a write changes the host, hidden where a read exposes the kernel.
+PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")
+PROC_MASKED = (
+    "acpi",
+    "asound",
+    "interrupts",
+    "kcore",
+    "keys",
+    "latency_stats",
+    "sched_debug",
+    "scsi",
+    "timer_list",
+    "timer_stats",
+)
 
 
 @dataclass(frozen=True)
@@ -71,8 +95,30 @@ class Unavailable(RuntimeError):
     """This machine cannot sandbox (no bubblewrap, no user namespaces): the message says how to fix it."""
 
 
-def bwrap_command(limits: Limits) -> list[str]:
+def sandbox_uid() -> int | None:
+    """The unprivileged host uid this process's sandbox runs as, where the grader is root; None otherwise
+    (bubblewrap then maps the student to the grader's own uid, which is not root)."""
+    if os.geteuid() != 0:
+        return None
+    uid = SANDBOX_UIDS.start + os.getpid()
+    try:
+        owner = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return uid
+    raise Unavailable(f"host uid {uid}, meant for a sandbox, belongs to the account {owner}: grade as another user")
+
+
+def private_paths() -> list[Path]:
+    """What the sandbox shows of this installation besides the system: Python, the virtual environment, the
+    runner and its wire protocol (where the grader is root, :mod:`launch` stages them for the sandbox's user)."""
     venv, base = Path(sys.prefix), Path(sys.base_prefix)
+    return [*sorted({base, venv}), HERE / "runner.py", HERE / "wire.py"]
+
+
+def bwrap_command(limits: Limits, staged: bool = False) -> list[str]:
+    """bubblewrap's arguments, up to the program it runs; ``staged``: the private paths are bound from
+    :mod:`launch`'s staging folder instead of from where they are."""
+    venv = Path(sys.prefix)
     mb = 2**20
     cmd = [
         shutil.which("bwrap") or "bwrap",
@@ -116,6 +162,15 @@ def bwrap_command(limits: Limits) -> list[str]:
         "--dev",
         "/dev",
     ]
+    for name in PROC_READ_ONLY:  # only what this kernel has: a mount point must exist
+        if os.path.exists(f"/proc/{name}"):
+            cmd += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
+    for name in PROC_MASKED:
+        path = f"/proc/{name}"
+        if os.path.isdir(path):
+            cmd += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.exists(path):
+            cmd += ["--ro-bind", "/dev/null", path]
     # The writable places first: a mount made later would hide a read-only bind beneath it.
     for path in ("/dev/shm", "/tmp", SCRATCH):
         cmd += ["--size", str(limits.scratch_mb * mb), "--tmpfs", path]
@@ -133,100 +188,60 @@ def bwrap_command(limits: Limits) -> list[str]:
         "/etc/localtime",
     ):
         cmd += ["--ro-bind-try", path, path]
-    for path in sorted({base, venv}):
-        cmd += ["--ro-bind", str(path), str(path)]
-    cmd += [
-        "--ro-bind",
-        str(HERE / "runner.py"),
-        f"{INSIDE}/runner.py",
-        "--ro-bind",
-        str(HERE / "wire.py"),
-        f"{INSIDE}/wire.py",
-        "--remount-ro",
-        "/",
-    ]  # the sandbox's own root: no uncapped writes outside the scratch folders
+    destinations = [*map(str, private_paths()[:-2]), f"{INSIDE}/runner.py", f"{INSIDE}/wire.py"]
+    for i, (source, destination) in enumerate(zip(private_paths(), destinations)):
+        cmd += ["--ro-bind", f"{launch.STAGE}/{i}" if staged else str(source), destination]
+    cmd += ["--remount-ro", "/"]  # the sandbox's own root: no uncapped writes outside the scratch folders
     return [*cmd, "--chdir", SCRATCH]
 
 
-# System calls student code has no use for, that container escapes go through: kernel modules and
-# keys, mounts and namespaces, eBPF, io_uring, perf, userfaultfd, handles to other file systems'
-# files, other processes' memory. Numbers per architecture (x86_64, aarch64).
-_BLOCKED = {
-    "x86_64": (
-        0xC000003E,
-        [
-            101,
-            155,
-            165,
-            166,
-            169,
-            175,
-            176,
-            246,
-            248,
-            249,
-            250,
-            272,
-            298,
-            303,
-            304,
-            308,
-            310,
-            311,
-            313,
-            320,
-            321,
-            323,
-            425,
-            426,
-            427,
-            428,
-            429,
-            430,
-            431,
-            432,
-            433,
-            442,
-        ],
-    ),
-    "aarch64": (
-        0xC00000B7,
-        [
-            39,
-            40,
-            41,
-            97,
-            104,
-            105,
-            106,
-            117,
-            142,
-            217,
-            218,
-            219,
-            241,
-            264,
-            265,
-            268,
-            270,
-            271,
-            273,
-            280,
-            282,
-            294,
-            425,
-            426,
-            427,
-            428,
-            429,
-            430,
-            431,
-            432,
-            433,
-            442,
-        ],
-    ),
+def launch_command(argv: list[str], cgroups: list[str], uid: int | None) -> list[str]:
+    """The command that runs ``argv`` (bubblewrap's, or the runner's without it) through :mod:`launch`: in
+    ``cgroups``, and as ``uid`` (None: this process's user) with the private paths staged for it."""
+    spec = {"cgroups": cgroups, "uid": uid, "stage": [str(p) for p in private_paths()], "argv": argv}
+    return [sys.executable, "-I", "-S", str(HERE / "launch.py"), json.dumps(spec)]
+
+
+# System calls student code has no use for, that container escapes go through: kernel modules and keys, mounts
+# and namespaces, eBPF, io_uring, perf, userfaultfd, handles to other file systems' files, other processes'
+# memory; and inotify, whose instances are a per-user quota. Numbers per architecture: (x86_64, aarch64).
+_SYSCALLS = {
+    "ptrace": (101, 117),
+    "pivot_root": (155, 41),
+    "mount": (165, 40),
+    "umount2": (166, 39),
+    "reboot": (169, 142),
+    "init_module": (175, 105),
+    "delete_module": (176, 106),
+    "kexec_load": (246, 104),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "keyctl": (250, 219),
+    "inotify_init": (253, None),
+    "unshare": (272, 97),
+    "inotify_init1": (294, 26),
+    "perf_event_open": (298, 241),
+    "name_to_handle_at": (303, 264),
+    "open_by_handle_at": (304, 265),
+    "setns": (308, 268),
+    "process_vm_readv": (310, 270),
+    "process_vm_writev": (311, 271),
+    "finit_module": (313, 273),
+    "kexec_file_load": (320, 294),
+    "bpf": (321, 280),
+    "userfaultfd": (323, 282),
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    "open_tree": (428, 428),
+    "move_mount": (429, 429),
+    "fsopen": (430, 430),
+    "fsconfig": (431, 431),
+    "fsmount": (432, 432),
+    "fspick": (433, 433),
+    "mount_setattr": (442, 442),
 }
+_ARCHITECTURES = {"x86_64": (0xC000003E, 0), "aarch64": (0xC00000B7, 1)}  # AUDIT_ARCH_*, column of _SYSCALLS
 
 
 def seccomp_filter() -> bytes | None:
@@ -235,9 +250,10 @@ def seccomp_filter() -> bytes | None:
     Other architectures of this machine's kernel (x32 on x86_64, 32-bit ARM) are killed outright.
     """
     machine = os.uname().machine
-    if machine not in _BLOCKED:
+    if machine not in _ARCHITECTURES:
         return None
-    arch, numbers = _BLOCKED[machine]
+    arch, column = _ARCHITECTURES[machine]
+    numbers = sorted(nr[column] for nr in _SYSCALLS.values() if nr[column] is not None)
     ld_w_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     allow, deny, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000  # ALLOW, ERRNO(EPERM), KILL_PROCESS
     program = [(ld_w_abs, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (ld_w_abs, 0, 0, 0)]
@@ -264,37 +280,45 @@ class _Cgroup:
     def __init__(self, dirs: dict[str, Path]):
         self.dirs = dirs
 
+    @staticmethod
+    def parents() -> dict[str, Path]:
+        """Where this process may make child cgroups: its own cgroup in v2 ("v2") or in each v1 hierarchy
+        (a user may own its subtree only). Pool processes share their parent's, so the parent finds them."""
+        if (CGROUP / "cgroup.controllers").exists():
+            own = Path(open("/proc/self/cgroup", encoding="utf-8").read().strip().split("::", 1)[1])
+            return {"v2": CGROUP / own.relative_to("/")}
+        own = {}
+        for line in open("/proc/self/cgroup", encoding="utf-8").read().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for controller in controllers.split(","):
+                own[controller] = path.lstrip("/")
+        return {c: CGROUP / c / own.get(c, "") for c in ("memory", "pids", "cpu")}
+
     @classmethod
     def create(cls, limits: Limits) -> _Cgroup | None:
-        name = f"word2bert-{uuid.uuid4().hex[:12]}"
+        name = f"word2bert-{os.getpid()}-{uuid.uuid4().hex[:12]}"  # the pid: see remove_orphans
         made: dict[str, Path] = {}
         try:
-            if (CGROUP / "cgroup.controllers").exists():  # v2: a child of our own cgroup
-                own = Path(open("/proc/self/cgroup", encoding="utf-8").read().strip().split("::", 1)[1])
-                parent = CGROUP / own.relative_to("/")
-                enabled = (parent / "cgroup.subtree_control").read_text(encoding="utf-8").split()
+            parents = cls.parents()
+            if "v2" in parents:  # v2: a child of our own cgroup
+                enabled = (parents["v2"] / "cgroup.subtree_control").read_text(encoding="utf-8").split()
                 if not {"memory", "pids"} <= set(enabled):
                     return None
-                made["v2"] = parent / name
+                made["v2"] = parents["v2"] / name
                 made["v2"].mkdir()
                 (made["v2"] / "memory.max").write_text(str(limits.memory_mb * 2**20), encoding="utf-8")
                 (made["v2"] / "memory.swap.max").write_text("0", encoding="utf-8")
                 (made["v2"] / "pids.max").write_text(str(limits.processes), encoding="utf-8")
                 if "cpu" in enabled:
                     (made["v2"] / "cpu.max").write_text(f"{limits.cpus * CPU_PERIOD} {CPU_PERIOD}", encoding="utf-8")
-            else:  # v1: a child of our own cgroup in each hierarchy (a user may own its subtree only)
-                own = {}
-                for line in open("/proc/self/cgroup", encoding="utf-8").read().splitlines():
-                    _, controllers, path = line.split(":", 2)
-                    for controller in controllers.split(","):
-                        own[controller] = path.lstrip("/")
+            else:  # v1: a child of our own cgroup in each hierarchy
                 for controller in ("memory", "pids"):
-                    made[controller] = CGROUP / controller / own.get(controller, "") / name
+                    made[controller] = parents[controller] / name
                     made[controller].mkdir()
                 (made["memory"] / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 2**20), encoding="utf-8")
                 (made["pids"] / "pids.max").write_text(str(limits.processes), encoding="utf-8")
                 try:  # a CPU quota where the cpu hierarchy is ours too; without it, memory and pids still hold
-                    made["cpu"] = CGROUP / "cpu" / own.get("cpu", "") / name
+                    made["cpu"] = parents["cpu"] / name
                     made["cpu"].mkdir()
                     (made["cpu"] / "cpu.cfs_period_us").write_text(str(CPU_PERIOD), encoding="utf-8")
                     (made["cpu"] / "cpu.cfs_quota_us").write_text(str(limits.cpus * CPU_PERIOD), encoding="utf-8")
@@ -304,6 +328,16 @@ class _Cgroup:
             cls(made).remove()
             return None
         return cls(made)
+
+    @classmethod
+    def remove_orphans(cls, pid: int) -> None:
+        """Kill what is left in the cgroups of process ``pid``'s sandbox and remove them (a grading process that
+        was killed cannot remove its own)."""
+        try:
+            dirs = [d for parent in cls.parents().values() for d in parent.glob(f"word2bert-{pid}-*")]
+        except (OSError, ValueError, IndexError):
+            return
+        cls({str(i): d for i, d in enumerate(dirs)}).remove()
 
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs.values()]
@@ -382,33 +416,27 @@ class Sandbox:
         to_parent, from_child = os.pipe()
         runner = [sys.executable, "-E", "-s", f"{INSIDE}/runner.py", str(to_child), str(from_child)]
         keep = [to_child, from_child]
+        uid = None
         if self.unsafe:
             runner[3] = str(HERE / "runner.py")
-            cmd = runner
+            argv = runner
         else:
-            cmd = bwrap_command(self.limits)
+            try:
+                uid = sandbox_uid()
+            except Unavailable as error:
+                raise SandboxError(str(error)) from None
+            argv = bwrap_command(self.limits, staged=uid is not None)
             program = seccomp_filter()
             if program is not None:
                 rules, write_end = os.pipe()
                 os.write(write_end, program)
                 os.close(write_end)
                 keep.append(rules)
-                cmd[1:1] = ["--seccomp", str(rules)]
-            cmd += runner
+                argv += ["--seccomp", str(rules)]
+            argv += runner
         self._cgroup = _Cgroup.create(self.limits)
-        if self._cgroup is not None:  # join the cgroups before bwrap starts, so that everything inside is in them
-            cmd = [
-                "/bin/sh",
-                "-c",
-                'for f in $W2B_CGROUPS; do echo $$ > "$f" || exit 97; done; unset W2B_CGROUPS; exec "$@"',
-                "sh",
-                *cmd,
-            ]
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "LANG": "C.UTF-8",
-            "W2B_CGROUPS": " ".join(self._cgroup.procs_files()) if self._cgroup else "",
-        }
+        cmd = launch_command(argv, self._cgroup.procs_files() if self._cgroup else [], uid)
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         if self.unsafe:
             env.update(MPLBACKEND="Agg", OMP_NUM_THREADS="1")
         self.process = subprocess.Popen(
@@ -523,8 +551,10 @@ class Sandbox:
             self.death = f"ran out of memory (the limit is {self.limits.memory_mb} MB)"
         elif code in (-signal.SIGSEGV, 128 + signal.SIGSEGV) or "Segmentation fault" in self.log():
             self.death = "the Python process crashed (a segmentation fault)"
-        elif code == 97:
+        elif code == launch.JOIN_FAILED:
             self.death = "could not join the sandbox's cgroup"
+        elif code == launch.STAGE_FAILED:
+            self.death = "could not prepare the sandbox's user: " + printable(self.log().strip()[-300:])
         elif not self.started and "bwrap:" in self.log():  # before the runner answered: bubblewrap's own words
             self.death = "bubblewrap could not start: " + printable(self.log().strip().splitlines()[-1][:200])
         else:
@@ -569,8 +599,9 @@ def check_available(limits: Limits | None = None) -> None:
             "Fix: `make system-deps` (or `sudo apt-get install bubblewrap`). To grade without any "
             "confinement anyway, pass --unsafe-no-sandbox (read the instructors' page first)."
         )
-    cmd = [*bwrap_command(limits or Limits()), "/bin/true"]
-    run = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    uid = sandbox_uid()
+    cmd = launch_command([*bwrap_command(limits or Limits(), staged=uid is not None), "/bin/true"], [], uid)
+    run = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd="/")
     if run.returncode != 0:
         raise Unavailable(
             f"bubblewrap cannot create the sandbox here: {run.stderr.strip()[:300]}\n"

@@ -5,6 +5,9 @@ blob holding every tensor the header names. Values are encoded as JSON with tagg
 
     None, bool, int, float, str       as themselves
     list, tuple, dict                 {"$list": [...]}, {"$tuple": [...]}, {"$dict": [[k, v], ...]}
+                                      (their subclasses too, as the base type: a namedtuple, torch.return_types,
+                                      an OrderedDict; read from the base type's own storage, so an override of
+                                      ``__iter__`` or ``__eq__`` crosses nothing but the items)
     torch.Tensor                      {"$tensor": "t3", "grad": false}   (a dense CPU tensor)
     torch.Size, dtype, device         {"$size": [...]}, {"$dtype": "float32"}, {"$device": "cpu"}
     numpy array                       {"$ndarray": "t4"}
@@ -30,6 +33,36 @@ from safetensors.torch import save as save_tensors
 
 MAX_DEPTH = 64
 MAX_HEADER = 8 * 2**20  # JSON becomes Python objects many times its size: kept well under the tensors' cap
+# torch.nn modules whose forward the grader runs itself from their attributes and tensors (see proxy.py); every
+# other module, torch's own included, runs its forward in the sandbox
+LOCAL_MODULES = frozenset(
+    {
+        "Linear",
+        "Bilinear",
+        "Identity",
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "LayerNorm",
+        "Embedding",
+        "ReLU",
+        "GELU",
+        "Tanh",
+        "Sigmoid",
+        "SiLU",
+        "Softmax",
+        "LogSoftmax",
+        "LeakyReLU",
+        "ELU",
+        "Softplus",
+        "Flatten",
+        "Sequential",
+        "ModuleList",
+        "ModuleDict",
+    }
+)
 _DTYPES = {
     name: getattr(torch, name)
     for name in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
@@ -63,12 +96,12 @@ class Encoder:
         kind = type(value)
         if value is None or kind in (bool, int, float, str):
             return value
-        if kind is list:
-            return {"$list": [self.encode(v, depth + 1) for v in value]}
-        if kind is tuple:
-            return {"$tuple": [self.encode(v, depth + 1) for v in value]}
-        if kind is dict:
-            return {"$dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]}
+        if isinstance(value, list):
+            return {"$list": [self.encode(v, depth + 1) for v in list.__iter__(value)]}
+        if isinstance(value, tuple) and kind is not torch.Size:
+            return {"$tuple": [self.encode(v, depth + 1) for v in tuple.__iter__(value)]}
+        if isinstance(value, dict):
+            return {"$dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in dict.items(value)]}
         if kind is torch.Size:
             return {"$size": [int(d) for d in value]}
         if kind is torch.dtype:
@@ -243,11 +276,14 @@ def tensors_in(value, encoded) -> list[tuple[str, torch.Tensor, bool]]:
             return
         if isinstance(v, torch.Tensor) and "$tensor" in e:
             found.append((e["$tensor"], v, e.get("grad") is True))
-        elif type(v) in (list, tuple):
-            for x, y in zip(v, e.get("$list", e.get("$tuple", []))):
+        elif isinstance(v, list):
+            for x, y in zip(list.__iter__(v), e.get("$list", [])):
                 walk(x, y)
-        elif type(v) is dict:
-            for x, pair in zip(v.values(), e.get("$dict", [])):
+        elif isinstance(v, tuple):
+            for x, y in zip(tuple.__iter__(v), e.get("$tuple", [])):
+                walk(x, y)
+        elif isinstance(v, dict):
+            for x, pair in zip(dict.values(v), e.get("$dict", [])):
                 if type(pair) is list and len(pair) == 2:
                     walk(x, pair[1])
 
