@@ -6,29 +6,35 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
 from word2bert_grader import executors, gradebook, pipeline
-from word2bert_grader.harness import failed_result
+from word2bert_grader.harness import Settings, failed_result
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = pipeline.source(ROOT, "03-gpt")
 
 
 def stand_in(student, assignment, submission, source, settings) -> dict:
-    """Grades in a pool process: "killer" kills it, as a grader that ran out of memory is killed."""
+    """Grades in a pool process: "killer" kills it, as a grader that ran out of memory is killed; "stuck" never
+    returns and no signal reaches it (as in a C call that does not return: the grader's own alarm cannot stop it)."""
     if student.startswith("killer"):
         os._exit(9)
+    if student.startswith("stuck"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGTERM, signal.SIGINT})
+        while True:
+            time.sleep(1)
     time.sleep(0.3)  # long enough that several run together
     return {**failed_result(student, assignment, source, ""), "score": 1.0}
 
 
 def test_a_worker_killed_by_one_submission_costs_the_others_nothing():
     students = ["a", "killer", "b", "c", "d", "e", "killer-2", "f"]
-    tasks = [(s, "03-gpt", b"", SOURCE, {}) for s in students]
+    tasks = [(s, "03-gpt", b"", SOURCE, Settings().to_dict()) for s in students]
     start = time.monotonic()
     results = list(executors.local(tasks, 2, grade_one=stand_in))
     by_student = {r["student"]: r for r in results}
@@ -39,6 +45,49 @@ def test_a_worker_killed_by_one_submission_costs_the_others_nothing():
         else:  # unsafe: every submission still queued was charged the killer's deaths, and failed after three
             assert not by_student[s]["failed"] and by_student[s]["score"] == 1.0, by_student[s]
     assert time.monotonic() - start < 120
+
+
+def test_a_worker_past_its_wall_clock_limit_is_stopped_and_only_its_submission_is_charged(monkeypatch):
+    monkeypatch.setattr(executors, "deadline", lambda task: 6.0)  # the grader's backstop + a margin, made short
+    students = ["a", "stuck", "b", "c", "d"]
+    tasks = [(s, "03-gpt", b"", SOURCE, Settings().to_dict()) for s in students]
+    start = time.monotonic()
+    results = list(executors.local(tasks, 2, grade_one=stand_in))
+    by_student = {r["student"]: r for r in results}
+    assert sorted(by_student) == sorted(students) and len(results) == len(students), "one row per submission"
+    # unsafe: the run waits for the stuck worker forever; or it is charged to the classmates graded beside it
+    assert by_student["stuck"]["failed"] == "grading was stopped after 6 s, its limit in all"
+    assert not by_student["stuck"]["transient"], "kept: the next run would only be stopped again"
+    for s in students[:1] + students[2:]:
+        assert not by_student[s]["failed"] and by_student[s]["score"] == 1.0, by_student[s]
+    assert time.monotonic() - start < 60
+    # unsafe: the stuck process goes on (forked by the forkserver, it shares its command line)
+    left = [pid for pid in _children() if "forkserver" in _cmdline(pid)]
+    assert len(left) <= 1, [_cmdline(pid) for pid in left]
+
+
+def _children() -> list[int]:
+    """This process's descendants (the pool's processes are the forkserver's children)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit():
+                ppid = int(open(f"/proc/{entry}/stat", "rb").read().rsplit(b")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    found, todo = [], list(children.get(os.getpid(), []))
+    while todo:
+        found.append(todo.pop())
+        todo += children.get(found[-1], [])
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def test_a_failed_run_keeps_the_hand_score_of_an_unchanged_written_answer(tmp_path):

@@ -488,6 +488,18 @@ if pid == 0:
         out["nested_mount"] = libc.mount(b"none", b"/tmp", b"tmpfs", 0, None) == 0
     else:
         out["nested_userns"] = os.strerror(ctypes.get_errno())
+    writable = []  # opened for writing, never written: a write here would change the host
+    for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe", "/proc/sys/vm/drop_caches",
+                 "/proc/sys/user/max_user_namespaces", "/proc/sys/fs/pipe-user-pages-soft", "/proc/sysrq-trigger",
+                 "/proc/sys/net/ipv4/ip_forward"):
+        try:
+            os.close(os.open(path, os.O_WRONLY))
+            writable.append(path)
+        except OSError:
+            pass
+    out["proc_writable"] = writable
+    out["inotify"] = libc.inotify_init1(0) >= 0 or os.strerror(ctypes.get_errno())
+    out["uid_map"] = open("/proc/self/uid_map").read().split()
     os.write(w, json.dumps(out).encode())
     os._exit(0)
 os.close(w)
@@ -600,6 +612,26 @@ display(Javascript("xssJavascript()"))
 display(SVG('<svg xmlns="http://www.w3.org/2000/svg"><script>xssSvg()</script></svg>'))
 """
 
+
+# Text no UTF-8 file can hold: lone surrogates printed, in an exception's message and in a markdown cell (whose
+# notebook JSON carries it as an escape), beside correct answers.
+SURROGATE_PRINT = "print('done' + chr(0xD800))"
+SURROGATE_RAISE = "raise ValueError('bad ' + chr(0xDC80))"
+SURROGATE_MARKDOWN = "notes \ud800 end"
+# Work after the tests whose cost grows with the square of its size: a written answer of link reference definitions
+# (markdown-it) and HTML outputs of nested formatting tags (html5lib), 15.5 kB each.
+REFERENCES = "\n".join(f"[a{i}]: b" for i in range(4000))
+NESTED_HTML = r"""
+from IPython.display import HTML, display
+for _ in range(4):
+    display(HTML(("".join(f"<b id={i}><p>" for i in range(2000)))[:15_500]))
+"""
+# An honest student's scratch cell at the end, redefining an answer "for comparison" (nbgrader tests each answer
+# where it stands).
+SCRATCH_REDEFINITION = """
+def sgns_loss(center, context, negatives):  # a first try, kept for comparison
+    return center.sum() * 0
+"""
 
 STDERR_WARNING = r"""
 import sys, warnings
@@ -733,6 +765,20 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
     xss.cells.append(nbformat.v4.new_markdown_cell(XSS_MARKDOWN))
     write(root, "xss", "03-gpt", xss)
 
+    # 10. text no file can hold, work that grows with the square of its size, a scratch redefinition
+    surrogate = submission("01-word2vec", answers["01-word2vec"], {"setup": [SURROGATE_PRINT, SURROGATE_RAISE]})
+    surrogate.cells.append(nbformat.v4.new_markdown_cell(SURROGATE_MARKDOWN))
+    folder = root / "submitted" / "surrogate" / "01-word2vec"
+    folder.mkdir(parents=True)
+    # json.dumps escapes the lone surrogate as \ud800, as a notebook file holds it; nbformat.write would refuse it
+    (folder / "01-word2vec.ipynb").write_text(json.dumps(surrogate), encoding="utf-8")
+    os.makedirs(os.path.join(os.fsencode(root / "submitted"), b"bad-\xff-name", b"01-word2vec"))
+    bomb = submission("03-gpt", {**answers["03-gpt"], "written_mask": REFERENCES}, {"causal_attention": [NESTED_HTML]})
+    write(root, "bomb", "03-gpt", bomb)
+    scratch = submission("01-word2vec", answers["01-word2vec"])
+    scratch.cells.append(nbformat.v4.new_code_cell(SCRATCH_REDEFINITION))
+    write(root, "scratch", "01-word2vec", scratch)
+
     # 6. LMS downloads
     downloads.mkdir()
     stub = nbformat.writes(release_nb("01-word2vec")).encode()
@@ -744,7 +790,18 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
     with zipfile.ZipFile(downloads / "mallory_attempt_2026-01-05-10-00-00_work.zip", "w") as archive:
         archive.writestr("honest-01/honest-01_01-word2vec.ipynb", stub)
 
-    ctx.feedback = ["hooks", "exfil", "killer", "probe", "escape", "honest-01", "flood"]
+    ctx.feedback = [
+        "hooks",
+        "exfil",
+        "killer",
+        "probe",
+        "escape",
+        "honest-01",
+        "flood",
+        "surrogate",
+        "bomb",
+        "honest-03",
+    ]
 
 
 def gradebook_courses(base: Path) -> dict[str, Path]:
@@ -887,6 +944,7 @@ class Watcher:
     def __init__(self):
         self.roots: set[int] = set()
         self.peak, self.peak_cmd = 0, ""
+        self.sandbox_uids: set[int] = set()  # the host uids of bubblewrap and everything below it
         self.stop = threading.Event()
         self.page = os.sysconf("SC_PAGE_SIZE")
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -927,6 +985,7 @@ class Watcher:
             # a sandbox (bubblewrap and all below it) is the cgroup's business; told apart by the
             # process tree, not the command line, which is empty while a killed sandbox exits
             if comm.get(pid) == "bwrap":
+                self.sandbox_uids |= self._uids(pid, children)
                 continue
             todo += children.get(pid, [])
             if rss.get(pid, 0) > self.peak:
@@ -938,6 +997,19 @@ class Watcher:
                 if "runner.py" in cmdline:
                     continue  # a sandbox run without bubblewrap (--unsafe-no-sandbox)
                 self.peak, self.peak_cmd = rss[pid], (cmdline or f"[{comm.get(pid, '?')}]")[:200]
+
+    @staticmethod
+    def _uids(pid: int, children: dict[int, list[int]]) -> set[int]:
+        uids, todo = set(), [pid]
+        while todo:
+            p = todo.pop()
+            todo += children.get(p, [])
+            try:
+                with open(f"/proc/{p}/status", encoding="utf-8") as f:
+                    uids |= {int(u) for line in f if line.startswith("Uid:") for u in line.split()[1:]}
+            except (OSError, ValueError):
+                continue
+        return uids
 
 
 class Listener:
@@ -1019,6 +1091,7 @@ class Graded:
     peak_cmd: str
     connections: list[str]
     side: dict  # the runs of the courses of their own
+    sandbox_uids: set[int]  # the host uids the sandboxes' processes ran as
 
 
 def _read_grades(root: Path) -> tuple[dict, str]:
@@ -1122,7 +1195,18 @@ def graded(tmp_path_factory):
             os.environ["PATH"] = saved_path
     cells = _gradebook_scores(ctx.root) if (ctx.root / "gradebook.db").exists() else {}
     return Graded(
-        ctx, run, grades, cells, text, later, procs, watcher.peak, watcher.peak_cmd, list(listener.connections), side
+        ctx,
+        run,
+        grades,
+        cells,
+        text,
+        later,
+        procs,
+        watcher.peak,
+        watcher.peak_cmd,
+        list(listener.connections),
+        side,
+        watcher.sandbox_uids,
     )
 
 
@@ -1219,6 +1303,10 @@ def test_the_run_finishes_and_every_submission_has_a_row(graded):
         "xss",
         "viewmix",
         "nucleus",
+        "surrogate",
+        "bad-?-name",
+        "bomb",
+        "scratch",
     }
     # unsafe: an attack removes its own row (or a classmate's) from the grade sheet
     assert students <= {s for s, _ in graded.grades}, sorted(graded.grades)
@@ -1521,6 +1609,70 @@ def test_the_kernel_attack_surface_is_narrowed(graded):
     if reachable:
         problems.append(f"reachable system calls: {reachable}")
     assert not problems, problems
+
+
+def test_nothing_in_a_sandbox_runs_as_host_root_or_changes_the_host(graded):
+    kernel = probe(page_text(graded.ctx, "probe", "03-gpt"), "kernel")
+    # unsafe: bubblewrap started by root maps the student to host uid 0, and /proc/sys is writable: a write to
+    # kernel.core_pattern (a pipe to a program) runs that program as root on the host's next crash
+    assert kernel["proc_writable"] == [], kernel["proc_writable"]
+    # unsafe: inotify instances are a per-user quota (128) shared with the grader's user
+    assert kernel["inotify"] == "Operation not permitted", kernel["inotify"]
+    uids = graded.sandbox_uids
+    assert uids, "the watcher saw no sandbox"
+    assert 0 not in uids, f"a sandbox process ran as host root: {sorted(uids)}"
+    if os.geteuid() == 0:  # each sandbox its own unprivileged uid: no per-user quota is shared with root or another
+        assert all(u >= 0x70000000 for u in uids) and len(uids) >= 2, sorted(uids)
+    else:
+        assert uids == {os.geteuid()}, sorted(uids)
+
+
+def test_text_no_file_can_hold_costs_only_its_own_answers(graded):
+    row = graded.grades[("surrogate", "01-word2vec")]
+    # unsafe: writing its outputs raised UnicodeEncodeError and stopped the class: no grades.csv at all
+    assert row["status"] == "graded" and float(row["score"]) == full("01-word2vec"), row
+    page = graded.ctx.root / "feedback" / "surrogate" / "01-word2vec" / "01-word2vec.html"
+    text = page.read_bytes().decode("utf-8")  # valid UTF-8
+    assert "done?" in text and "bad ?" in text and "notes ? end" in text, "shown, with the character replaced"
+    json.loads((graded.ctx.root / "autograded" / "surrogate" / "01-word2vec" / "01-word2vec.ipynb").read_bytes())
+    # a submission folder whose name is not text (bytes that are not UTF-8) gets a row under a name that is
+    bad = graded.grades[("bad-?-name", "01-word2vec")]
+    assert bad["status"] == "failed" and "name is not text" in bad["reason"], bad
+
+
+def _seconds(graded, student: str, assignment: str) -> float:
+    for path in (graded.ctx.root / ".grading-cache").glob("*.json"):
+        try:
+            r = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            continue
+        if isinstance(r, dict) and (r.get("student"), r.get("assignment")) == (student, assignment):
+            return r["seconds"]
+    raise AssertionError(f"no cached result for {student}/{assignment}")
+
+
+def test_work_after_the_tests_is_bounded(graded):
+    row = graded.grades[("bomb", "03-gpt")]
+    assert row["status"] == "graded" and float(row["score"]) == full("03-gpt"), row
+    bomb, honest = _seconds(graded, "bomb", "03-gpt"), _seconds(graded, "honest-03", "03-gpt")
+    # unsafe: 4,000 link definitions take markdown-it 46 s, four nested-tag outputs take html5lib 100 s, after the
+    # grader's time limit was switched off
+    assert bomb < 2 * honest + 60, (bomb, honest)
+    root = graded.ctx.root
+    for path in (
+        root / "autograded" / "bomb" / "03-gpt" / "03-gpt.ipynb",
+        root / "feedback" / "bomb" / "03-gpt" / "03-gpt.html",
+    ):
+        # unsafe: each output grows 250 times when cleaned: a 16 MB graded copy and cache entry
+        assert path.stat().st_size < 3_000_000, (path, path.stat().st_size)
+    page = page_text(graded.ctx, "bomb", "03-gpt")
+    assert "[a3999]: b" in page, "the written answer is shown whole, as text"
+
+
+def test_a_scratch_cell_that_redefines_an_answer_later_changes_no_earlier_test(graded):
+    row = graded.grades[("scratch", "01-word2vec")]
+    # unsafe: the tests saw the last definition (13/17) and the summary said "tampering suspected"
+    assert float(row["score"]) == full("01-word2vec") and "tampering" not in row["reason"], row
 
 
 def test_a_forged_reply_cannot_blow_up_the_grader(graded):
