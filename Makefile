@@ -10,7 +10,7 @@ PY_DIRS := lib tests benchmarks tools book/_ext book/_diagrams
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps book dist test test-fast release autograde checkpoints experiments benchmarks lint clean
+.PHONY: help setup system-deps book dist test test-fast release autograde export similarity checkpoints experiments benchmarks lint clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -49,10 +49,18 @@ release: setup ## Regenerate exercises/ (student release) from solutions/
 
 # COURSE=dir grades another course root (an instructor's private copy); SCHEDULER=tcp://host:8786 grades
 # on a running Dask cluster; ARGS passes more options.
-autograde: setup ## Grade every submission under submitted/, each in a sandbox (DOWNLOADS=dir, ROSTER=file, JOBS=n, SCHEDULER=addr)
+autograde: setup ## Grade every submission under submitted/, each in a sandbox (DOWNLOADS=dir, ROSTER=file, LMS=canvas|moodle, STUDENTS=..., ASSIGNMENTS=..., JOBS=n, SCHEDULER=addr)
 	$(BIN)/python -m word2bert_grader --root "$(or $(COURSE),.)" autograde --jobs $(JOBS) \
 		$(if $(DOWNLOADS),--downloads "$(DOWNLOADS)") $(if $(ROSTER),--roster "$(ROSTER)") \
-		$(if $(SCHEDULER),--scheduler "$(SCHEDULER)") $(ARGS)
+		$(if $(LMS),--lms "$(LMS)") $(if $(STUDENTS),--students $(STUDENTS)) \
+		$(if $(ASSIGNMENTS),--assignments $(ASSIGNMENTS)) $(if $(SCHEDULER),--scheduler "$(SCHEDULER)") $(ARGS)
+
+export: setup ## Grades and feedback in an LMS's import formats: exports/canvas-grades.csv or exports/moodle-grades.csv (LMS=canvas|moodle, ROSTER=file)
+	$(BIN)/python -m word2bert_grader --root "$(or $(COURSE),.)" export $(if $(LMS),--lms "$(LMS)") \
+		$(if $(ROSTER),--roster "$(ROSTER)")
+
+similarity: setup ## Similar answers across the class and against solutions/: reports/similarity.html and .csv
+	$(BIN)/python -m word2bert_grader --root "$(or $(COURSE),.)" similarity $(ARGS)
 
 checkpoints: setup ## Retrain the committed checkpoints (ELMo, GPT, BERT); 4-5 hours on one CPU thread (ELMo 2-3, GPT and BERT 1 each; ELMo took 66 min with 2 threads, 4 on a GPU)
 	$(BIN)/python -m word2bert.scripts.train_elmo --threads 1 --num-tokens 1000000 --english-fraction 0.5 \

@@ -1,4 +1,5 @@
-"""``python -m word2bert_grader release|autograde``: see :mod:`word2bert_grader.pipeline`."""
+"""``python -m word2bert_grader release|autograde|export|similarity``: see :mod:`word2bert_grader.pipeline`,
+:mod:`word2bert_grader.lms` and :mod:`word2bert_grader.similarity`."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from word2bert_grader import pipeline
+from word2bert_grader import course, lms, pipeline, similarity
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -37,18 +38,53 @@ def main(argv: list[str] | None = None) -> None:
     grade.add_argument(
         "--feedback-for", nargs="+", metavar="STUDENT", help="write the HTML feedback of these students only"
     )
+    grade.add_argument("--lms", choices=("canvas", "moodle"), help="the format of --downloads and --roster")
+    grade.add_argument("--students", nargs="+", metavar="STUDENT", help="regrade these students only")
+    grade.add_argument("--assignments", nargs="+", metavar="NAME", help="regrade these assignments only")
     grade.add_argument(
         "--unsafe-no-sandbox",
         action="store_true",
         help="run student code WITHOUT bubblewrap (no confinement; see the instructors' page)",
     )
+    out = commands.add_parser("export", help="grades.csv and feedback/ in an LMS's import formats, into exports/")
+    out.add_argument("--lms", choices=("canvas", "moodle"), help="default: course.toml's [lms] name")
+    out.add_argument("--roster", type=Path, help="the LMS's gradebook export (default: course.toml's)")
+    similar = commands.add_parser("similarity", help="similar answers across the class and the solutions: reports/")
+    similar.add_argument("--threshold", type=float, help="the score from which a pair is flagged, in [0, 1]")
     args = parser.parse_args(argv)
+    root = args.root.resolve()
     if args.command == "release":
-        pipeline.release(args.root.resolve())
+        pipeline.release(root)
+        return
+    if args.command == "export":
+        names = pipeline.assignments(root)
+        calendar = course.load(root, names)
+        name = args.lms or calendar.lms.name
+        if name is None:
+            parser.error("export: say which LMS (LMS=canvas or LMS=moodle), or set [lms] name in course.toml")
+        path = args.roster or calendar.lms.roster
+        roster = lms.read_roster(path, name, calendar.lms.id_column or "") if path else None
+        print(
+            "\n".join(
+                calendar.problems
+                + (roster.problems if roster else [])
+                + lms.export(root, name, calendar, names, roster)
+            )
+        )
+        return
+    if args.command == "similarity":
+        config = similarity.Settings(**({"threshold": args.threshold} if args.threshold is not None else {}))
+        report = similarity.run(root, config)
+        similarity.write(report, root / "reports")
+        print("\n".join(report.problems))
+        print(
+            f"{len(report.pairs)} pair(s) flagged of {report.answers} answers ({report.compared} compared): "
+            f"reports/similarity.html, reports/similarity.csv"
+        )
         return
     feedback = False if args.no_feedback else set(args.feedback_for) if args.feedback_for else True
     results = pipeline.autograde(
-        args.root,
+        root,
         args.downloads,
         args.jobs,
         args.timeout,
@@ -56,6 +92,9 @@ def main(argv: list[str] | None = None) -> None:
         args.roster,
         args.unsafe_no_sandbox,
         args.scheduler,
+        args.lms,
+        args.students,
+        args.assignments,
     )
     print(
         json.dumps(

@@ -402,17 +402,34 @@ def _checked(data: bytes) -> bytes:
     return data
 
 
-def _write(submitted: Path, student: str, assignment: str, data: bytes) -> None:
+def _write(
+    submitted: Path,
+    student: str,
+    assignment: str,
+    data: bytes,
+    beside: dict[str, bytes] | None = None,
+    mtime: float | None = None,
+) -> None:
+    """The notebook (with ``mtime``, the download's time, if given), and the files ``beside`` it (the LMS's
+    metadata: :mod:`word2bert_grader.lms`), each written atomically."""
     submitted.mkdir(parents=True, exist_ok=True)
     folder = _own_folder(_own_folder(submitted, student, student), assignment, f"{student}/{assignment}")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{assignment}.", suffix=".part")
+    for name, content in (beside or {}).items():
+        _write_file(folder, name, content)
+    _write_file(folder, f"{assignment}.ipynb", data, mtime)
+
+
+def _write_file(folder: Path, name: str, data: bytes, mtime: float | None = None) -> None:
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a grader run as another user
-        os.replace(tmp, folder / f"{assignment}.ipynb")  # replaces a symlink there, never follows
+        if mtime is not None:
+            os.utime(tmp, (mtime, mtime))
+        os.replace(tmp, folder / name)  # replaces a symlink there, never follows
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -225,6 +225,18 @@ def _is_png(data: str) -> bool:
         return False
 
 
+def with_lateness(page: str, lateness, score: float) -> str:
+    """The page with what the deadline changes (a :class:`~word2bert_grader.deadlines.Lateness`) under its title:
+    when it came in, the due date, the penalty and the score after it."""
+    penalty = lateness.penalty(score)
+    text = lateness.describe()
+    if lateness.late or penalty:
+        text += f". Late penalty: {penalty:g} points; score after the penalty: {score - penalty:g}"
+    note = f"<p class='note'>Deadline: {html.escape(text)}.</p>"
+    head, found, rest = page.partition("</h1>")
+    return head + found + note + rest if found else page
+
+
 def failure_page(result: dict) -> str:
     return (
         _header(result) + f"<p>Your submission could not be graded: {html.escape(result['failed'])}.</p></body></html>"

@@ -29,9 +29,8 @@ from pathlib import Path
 
 import word2bert
 import word2bert_grader
-from word2bert_grader import downloads as lms
-from word2bert_grader import executors, gradebook, notebook
-from word2bert_grader.feedback import failure_page
+from word2bert_grader import course, deadlines, executors, gradebook, lms, notebook
+from word2bert_grader.feedback import failure_page, with_lateness
 from word2bert_grader.harness import Settings, failed_result
 from word2bert_grader.sandbox import Limits, Unavailable, check_available, printable
 
@@ -115,21 +114,68 @@ def source(root: Path, assignment: str) -> bytes:
     return (root / "solutions" / assignment / f"{assignment}.ipynb").read_bytes()
 
 
+# The modules that decide a result (the worker's code): editing the pipeline, the LMS formats or the reports
+# regrades nothing.
+GRADING_MODULES = ("harness", "notebook", "feedback", "proxy", "wire", "sandbox", "launch", "runner")
+
+
 @functools.cache
-def grader_version() -> str:
-    """A hash of the code that decides a grade: this package, the library the tests use, its checkpoints."""
+def grader_version(assignment: str = "", source_bytes: bytes = b"") -> str:
+    """A hash of the code that decides a grade of ``assignment``: the grader's grading modules, the modules of
+    the course library that its source notebook imports (and what they import), and the checkpoints. A change
+    to one library module regrades only the assignments whose tests use it."""
     digest = hashlib.sha256()
-    for package in (word2bert_grader, word2bert):
-        folder = Path(package.__file__).parent
-        for path in sorted(folder.rglob("*")):
-            if path.suffix in (".py", ".safetensors", ".json") and "__pycache__" not in path.parts:
-                digest.update(str(path.relative_to(folder)).encode() + path.read_bytes())
+    folder = Path(word2bert_grader.__file__).parent
+    for name in GRADING_MODULES:
+        digest.update(name.encode() + (folder / f"{name}.py").read_bytes())
+    library = Path(word2bert.__file__).parent
+    for path in sorted(_library_files(library, source_bytes)):
+        digest.update(str(path.relative_to(library)).encode() + path.read_bytes())
     return digest.hexdigest()
+
+
+def _library_files(library: Path, source_bytes: bytes) -> set[Path]:
+    """The library's files a source notebook depends on: the modules it imports, transitively, their packages'
+    ``__init__``, and every checkpoint (weights are loaded by name at run time). Without a readable source: all."""
+    import ast
+
+    everything = {p for p in library.rglob("*") if p.suffix in (".py", ".safetensors", ".json")}
+    everything = {p for p in everything if "__pycache__" not in p.parts}
+    try:
+        todo = [("\n".join(notebook._text(c.get("source")) for c in notebook.read_cells(source_bytes)), [])]
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return everything
+    seen = {p for p in everything if p.suffix != ".py"} | {library / "__init__.py"}
+    while todo:
+        text, package = todo.pop()  # package: the importing module's package, as parts ("word2bert", "data")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                stem = package[: len(package) - node.level + 1] if node.level else []
+                module = ".".join(stem + ([node.module] if node.module else []))
+                names = [module] + [f"{module}.{a.name}" for a in node.names]
+            for name in names:
+                parts = name.split(".")
+                if parts[0] != "word2bert":
+                    continue
+                for k in range(2, len(parts) + 1):
+                    base = library.joinpath(*parts[1:k])
+                    for path, inside in ((base.with_suffix(".py"), parts[: k - 1]), (base / "__init__.py", parts[:k])):
+                        if path.is_file() and path not in seen:
+                            seen.add(path)
+                            todo.append((path.read_text(encoding="utf-8"), inside))
+    return seen
 
 
 def cache_key(task: tuple) -> str:
     student, assignment, submission, source_bytes, settings = task
-    digest = hashlib.sha256(grader_version().encode())
+    digest = hashlib.sha256(grader_version(assignment, source_bytes).encode())
     for part in (
         student.encode(),
         assignment.encode(),
@@ -161,14 +207,16 @@ def run_all(root: Path, tasks: list[tuple], jobs: int, scheduler: str | None) ->
     from tqdm.auto import tqdm
 
     results, todo = [], {}
+    keys = {task[:2]: cache_key(task) for task in tasks}
     for task in tasks:
-        key = cache_key(task)
+        key = keys[task[:2]]
         hit = cached(root, key)
         if hit is not None and (hit.get("student"), hit.get("assignment")) == task[:2]:
             results.append(hit)
         else:
             todo[task[:2]] = (key, task)
     reused = len(results)
+    _remember_latest(root, keys)
     tasks = [task for _, task in todo.values()]
     run = executors.cluster(tasks, scheduler) if scheduler else executors.local(tasks, jobs)
     failures = 0
@@ -183,6 +231,44 @@ def run_all(root: Path, tasks: list[tuple], jobs: int, scheduler: str | None) ->
             bar.set_postfix(failed=failures, refresh=False)
             bar.update()
     return results, reused
+
+
+def _remember_latest(root: Path, keys: dict[tuple[str, str], str]) -> None:
+    """Which cached result is each submission's latest: what a regrade of others keeps (:func:`latest`)."""
+    path = root / CACHE / "latest.json"
+    known = latest(root)
+    known.update({f"{s}/{a}": key for (s, a), key in keys.items()})
+    path.parent.mkdir(exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def latest(root: Path) -> dict[str, str]:
+    try:
+        known = json.loads((root / CACHE / "latest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in known.items() if isinstance(v, str) and v.isalnum()} if isinstance(known, dict) else {}
+
+
+def kept(root: Path, tasks: list[tuple]) -> tuple[list[dict], list[str]]:
+    """The results of submissions outside a regrade (STUDENTS=, ASSIGNMENTS=): unchanged ones from the cache,
+    changed ones as they were last graded (said so); those never graded are left out (said so too)."""
+    known, results, notes = latest(root), [], []
+    for task in tasks:
+        hit = cached(root, cache_key(task))
+        if hit is None and f"{task[0]}/{task[1]}" in known:
+            hit = cached(root, known[f"{task[0]}/{task[1]}"])
+            if hit is not None:
+                notes.append(
+                    f"{task[0]}/{task[1]}: changed since it was graded, kept as graded then (not in this regrade)"
+                )
+        if hit is not None and (hit.get("student"), hit.get("assignment")) == task[:2]:
+            results.append(hit)
+        else:
+            notes.append(f"{task[0]}/{task[1]}: never graded, and not in this regrade: no row")
+    return results, notes
 
 
 def write_outputs(root: Path, results: list[dict]) -> list[dict]:
@@ -248,26 +334,47 @@ def total(r: dict) -> tuple[float, float, float]:
     return r["score"] + given, r["max_score"] + sum(r.get("written", {}).values()), 0.0 if r["failed"] else waiting
 
 
-def write_grades(path: Path, results: list[dict]) -> None:
+def write_grades(path: Path, results: list[dict], late: dict | None = None) -> None:
+    """One row per submission: the score before and after the late penalty (``late``: (student, assignment) ->
+    :class:`~word2bert_grader.deadlines.Lateness`), what failed or was handled, what waits for a hand grade."""
+    late = late or {}
     with open(path, "w", encoding="utf-8", newline="") as stream:
         writer = csv.writer(stream)
-        writer.writerow(["student", "assignment", "score", "max_score", "status", "reason", "to_grade_by_hand"])
+        writer.writerow(
+            [
+                "student",
+                "assignment",
+                "raw_score",
+                "late_penalty",
+                "score",
+                "max_score",
+                "status",
+                "reason",
+                "to_grade_by_hand",
+                "late",
+            ]
+        )
         for r in sorted(results, key=lambda r: (r["student"], r["assignment"])):
             score, max_score, waiting = total(r)
+            lateness = late.get((r["student"], r["assignment"]))
+            penalty = lateness.penalty(score) if lateness else 0.0
             writer.writerow(
                 [
                     r["student"],
                     r["assignment"],
                     f"{score:g}",
+                    f"{penalty:g}",
+                    f"{score - penalty:g}",
                     f"{max_score:g}",
                     "failed" if r["failed"] else "graded",
                     printable(r["failed"] or "; ".join(r["notes"])),
                     f"{waiting:g}",
+                    lateness.describe() if lateness else "",
                 ]
             )
 
 
-def summary(results: list[dict], unsafe: bool, ignored: list[str], reused: int = 0) -> str:
+def summary(results: list[dict], unsafe: bool, ignored: list[str], reused: int = 0, notes: list[str] = ()) -> str:
     names = sorted({r["assignment"] for r in results})
     by = {(r["student"], r["assignment"]): r for r in results}
     students = sorted({r["student"] for r in results})
@@ -293,6 +400,8 @@ def summary(results: list[dict], unsafe: bool, ignored: list[str], reused: int =
         lines += ["", "Downloads not collected:"] + [f"  {line}" for line in ignored]
     if reused:
         lines += ["", f"{reused} submission(s) unchanged since an earlier run: their results were reused"]
+    if notes:
+        lines += ["", "Course, roster, regrade and late submissions:"] + [f"  {line}" for line in notes]
     waiting = [(r, total(r)[2]) for r in results if total(r)[2]]
     if waiting:
         lines += [
@@ -320,10 +429,15 @@ def autograde(
     roster: Path | None = None,
     unsafe: bool = False,
     scheduler: str | None = None,
+    lms_name: str | None = None,
+    students: Collection[str] | None = None,
+    only: Collection[str] | None = None,
 ) -> list[dict]:
     """Grade every submission under ``root/submitted``; write gradebook, grades.csv, feedback/, autograded/.
 
-    ``feedback``: for every student (True), none (False), or only the students named.
+    ``feedback``: for every student (True), none (False), or only the students named. ``lms_name``: the format of
+    ``downloads`` and ``roster`` ("canvas", "moodle"; default ``course.toml``'s). ``students``, ``only``: grade
+    these students' submissions of these assignments (a regrade); the others keep their last results.
     """
     root = root.resolve()
     if unsafe:
@@ -334,51 +448,80 @@ def autograde(
         except Unavailable as error:
             sys.exit(f"make autograde: cannot grade safely on this machine.\n{error}")
     names = assignments(root)
-    allowed = lms.read_roster(roster) if roster is not None else None
+    calendar = course.load(root, names)
+    intake = lms.intake(root, names, downloads, roster or calendar.lms.roster, lms_name or calendar.lms.name, calendar)
+    allowed, notes = intake.allowed, calendar.problems + intake.notes
     refused: list[dict] = []
     ignored: list[str] = []
-    if downloads is not None:
-        _, problems = lms.collect(downloads.resolve(), root / "submitted", names, allowed)
-        for p in problems:
-            if p.student and p.assignment:
-                refused.append(failed_result(p.student, p.assignment, source(root, p.assignment), p.reason))
-            else:
-                ignored.append(f"{p.source}: {p.reason}")
+    for p in intake.problems:
+        if p.student and p.assignment:
+            refused.append(failed_result(p.student, p.assignment, source(root, p.assignment), p.reason))
+        else:
+            ignored.append(f"{p.source}: {p.reason}")
     todo = find_submissions(root, names, allowed, refused)
+    calendar.check_students((allowed or set()) | {s for s, _, _ in todo})
+
+    def chosen(student: str, assignment: str) -> bool:
+        return (not students or student in students) and (not only or assignment in only)
+
+    others = [t for t in todo if not chosen(*t[:2])]
+    todo = [t for t in todo if chosen(*t[:2])]
     graded = {(s, a) for s, a, _ in todo}
     unique = {}
     for r in refused:  # one row per (student, assignment): a submission on disk is graded instead
-        if (r["student"], r["assignment"]) not in graded:
+        if (r["student"], r["assignment"]) not in graded and chosen(r["student"], r["assignment"]):
             unique.setdefault((r["student"], r["assignment"]), r)
     refused = list(unique.values())
     if not todo and not refused:
-        print(f"No submissions found under {root / 'submitted'}/<student>/<assignment>/")
-        if ignored:
-            print("\n".join(ignored))
+        print(
+            f"No submissions found under {root / 'submitted'}/<student>/<assignment>/" + (" to regrade" * bool(others))
+        )
+        print("\n".join(ignored + notes))
         return []
     config = settings(root, timeout)
     config.unsafe = unsafe
-    gradebook.prepare(root, sorted({a for _, a, _ in todo} | {r["assignment"] for r in refused}), root / "gradebook.db")
-    tasks, results = [], list(refused)
-    for student, assignment, path in todo:
-        data = _read(path)
-        if isinstance(data, str):
-            results.append(failed_result(student, assignment, source(root, assignment), data))
-            continue
-        config.feedback = feedback if isinstance(feedback, bool) else student in feedback
-        tasks.append((student, assignment, data, source(root, assignment), config.to_dict()))
+    tasks, results, kept_tasks = [], list(refused), []
+    for group, into in ((todo, tasks), (others, kept_tasks)):
+        for student, assignment, path in group:
+            data = _read(path)
+            if isinstance(data, str):
+                if into is tasks:
+                    results.append(failed_result(student, assignment, source(root, assignment), data))
+                continue
+            config.feedback = feedback if isinstance(feedback, bool) else student in feedback
+            into.append((student, assignment, data, source(root, assignment), _settings_of(config, assignment, root)))
+    previous, kept_notes = kept(root, kept_tasks)
+    notes += kept_notes
+    gradebook.prepare(
+        root, sorted({t[1] for t in tasks + kept_tasks} | {r["assignment"] for r in results}), root / "gradebook.db"
+    )
     graded, reused = run_all(root, tasks, jobs or os.cpu_count() or 1, scheduler)
-    results += graded
+    results += graded + previous
+    late = {}
     for r in results:
+        key = (r["student"], r["assignment"])
+        late[key] = deadlines.assess(calendar, *key, root / "submitted" / r["student"] / r["assignment"])
         if r["failed"] and not r["feedback"] and (feedback if isinstance(feedback, bool) else r["student"] in feedback):
             r["feedback"] = failure_page(r)
+        if r["feedback"] and late[key].due is not None:
+            r["feedback"] = with_lateness(r["feedback"], late[key], r["score"])
+    notes += [f"{s}/{a}: late, {x.describe()}" for (s, a), x in sorted(late.items()) if x.due is not None and x.late]
     results = write_outputs(root, results)
     reset = gradebook.record(root / "gradebook.db", results, written_to_regrade(root, results))
-    write_grades(root / "grades.csv", results)
-    print(printable(summary(results, unsafe, ignored, reused)))
+    write_grades(root / "grades.csv", results, late)
+    print(printable(summary(results, unsafe, ignored, reused, notes)))
     if reset:
         print(
             f"\ngradebook.db held {reset} manual score(s) or extra credit on test cells that the grader did not "
             "set: reset, so that the gradebook says what grades.csv says"
         )
     return results
+
+
+def _settings_of(config: Settings, assignment: str, root: Path) -> dict:
+    """The settings of one assignment's task: only its own cells' time limits, so that a changed limit of
+    another assignment regrades nothing of this one (the settings are part of the cache key)."""
+    ids = {notebook._nbgrader(c).get("grade_id") for c in notebook.read_cells(source(root, assignment))}
+    own = config.to_dict()
+    own["cell_timeouts"] = {k: v for k, v in own["cell_timeouts"].items() if k in ids}
+    return own

@@ -1,0 +1,147 @@
+"""When a submission came in, how late it was, and what that costs, with nbgrader's late-penalty semantics.
+
+The due dates, extensions and policy are ``course.toml``'s (:mod:`word2bert_grader.course`). The time of a
+submission is, in this order:
+
+1. ``submitted/<student>/<assignment>/timestamp.txt``, nbgrader's own file (one line: a date-time with an
+   offset or a zone name): the collector writes it from the LMS's metadata (Moodle's grading worksheet), and an
+   instructor may write one by hand;
+2. Canvas's mark: a download that Canvas names ``..._LATE_...`` was late by Canvas's own due date, one without
+   it was not (Canvas's download names carry no time, and the files in its zip carry the time of the zip);
+3. else the notebook file's time (the collector gives it the download's time: the file's, or its zip member's).
+
+The penalty follows nbgrader's ``LateSubmissionPlugin``: "none"; "zero" (a late submission scores zero); and
+"per_hour", nbgrader's example plugin (``round(hours late)`` times the points per hour). As nbgrader does, a
+penalty is at least 0 and at most the score. A time in the future (a wrong clock or wrong metadata) is
+reported and costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from word2bert_grader.course import Course
+
+TIMESTAMP = "timestamp.txt"  # nbgrader's name
+LMS_RECORD = "lms.json"  # what the collector learnt from the LMS (lms.Record)
+FUTURE_SLACK = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Lateness:
+    submitted: datetime | None  # aware; None where unknown
+    source: str  # where the time came from
+    due: datetime | None  # the student's own (extensions included); None: no due date
+    seconds_late: float | None  # 0 when on time; None when late by an unknown amount (Canvas's LATE)
+    method: str = "none"
+    points_per_hour: float = 1.0
+    note: str = ""  # for the instructor and the student: why no penalty, or what was odd
+
+    @property
+    def late(self) -> bool:
+        return self.seconds_late is None or self.seconds_late > 0
+
+    def penalty(self, score: float) -> float:
+        """Points taken from ``score`` (nbgrader's semantics: clipped to [0, score])."""
+        if self.due is None or not self.late or self.method == "none":
+            return 0.0
+        if self.method == "zero":
+            return max(score, 0.0)
+        if self.seconds_late is None:
+            return 0.0  # per hour, but by how many hours is unknown: said in the note
+        return min(max(self.points_per_hour * round(self.seconds_late / 3600, 0), 0.0), max(score, 0.0))
+
+    def describe(self) -> str:
+        """One line for grades.csv, the feedback page and the export."""
+        if self.due is None:
+            return ""
+        when = _shown(self.submitted) if self.submitted else "at an unknown time"
+        if self.seconds_late == 0:
+            text = f"submitted {when}, by the due date {_shown(self.due)}"
+        elif self.seconds_late is None:
+            text = f"late ({self.source}), due {_shown(self.due)}"
+        else:
+            text = f"submitted {when}, {self.seconds_late / 3600:.1f} hours after the due date {_shown(self.due)}"
+        return text + (f"; {self.note}" if self.note else "")
+
+
+def assess(course: Course, student: str, assignment: str, folder: Path, now: datetime | None = None) -> Lateness:
+    """The lateness of ``folder`` (``submitted/<student>/<assignment>``) under the course's due dates."""
+    due = course.due_for(student, assignment)
+    submitted, source, flag = submission_time(folder, course)
+    due = due.astimezone(course.timezone) if due else None
+    submitted = submitted.astimezone(course.timezone) if submitted else None
+    policy = {"method": course.late.method, "points_per_hour": course.late.points_per_hour}
+    now = now or datetime.now(UTC)
+    if due is None:
+        return Lateness(submitted, source, None, 0.0, **policy)
+    if submitted is not None and submitted > now + FUTURE_SLACK:
+        note = f"its time {_shown(submitted)} ({source}) is in the future: taken as on time"
+        return Lateness(submitted, source, due, 0.0, note=note, **policy)
+    if submitted is None and flag is not None:
+        if not flag:
+            return Lateness(None, source, due, 0.0, **policy)
+        note = ""
+        if course.late.method == "per_hour":
+            note = (
+                "Canvas gives no time in its downloads: no per-hour penalty applied (write the time into "
+                f"submitted/{student}/{assignment}/{TIMESTAMP} to apply one)"
+            )
+        return Lateness(None, source, due, None, note=note, **policy)
+    if submitted is None:
+        return Lateness(None, source, due, 0.0, note="its time is unknown: taken as on time", **policy)
+    return Lateness(submitted, source, due, max((submitted - due).total_seconds(), 0.0), **policy)
+
+
+def submission_time(folder: Path, course: Course) -> tuple[datetime | None, str, bool | None]:
+    """(time or None, where it came from, Canvas's LATE mark or None) of a submission folder."""
+    flag = _lms_flag(folder / LMS_RECORD)
+    stamp = folder / TIMESTAMP
+    if stamp.is_file() and not stamp.is_symlink():
+        when = parse_time(stamp.read_text(encoding="utf-8", errors="replace")[:200], course)
+        if when is not None:
+            return when, TIMESTAMP, flag
+    if flag is not None:
+        return None, "Canvas's LATE mark" if flag else "Canvas's download name", flag
+    try:
+        mtime = os.stat(next(folder.glob("*.ipynb")), follow_symlinks=False).st_mtime
+    except (StopIteration, OSError):
+        return None, "unknown", None
+    return datetime.fromtimestamp(mtime, UTC), "the file's time", None
+
+
+def parse_time(text: str, course: Course) -> datetime | None:
+    """nbgrader's timestamp: ISO 8601 with or without an offset, or followed by a zone name
+    (``2015-02-02 14:58:23.948203 America/Los_Angeles``); without either, in the course's zone."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    text = text.strip()
+    zone = course.timezone
+    head, _, tail = text.rpartition(" ")
+    if head and ("/" in tail or tail in ("UTC", "GMT")):
+        try:
+            zone, text = ZoneInfo(tail), head
+        except (ZoneInfoNotFoundError, ValueError):
+            return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=zone)
+
+
+def _lms_flag(path: Path) -> bool | None:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    late = record.get("late") if isinstance(record, dict) else None
+    return late if isinstance(late, bool) else None
+
+
+def _shown(when: datetime) -> str:
+    return when.strftime("%Y-%m-%d %H:%M %Z").strip()
