@@ -1,0 +1,406 @@
+"""Canvas and Moodle in and out (word2bert_grader.lms), due dates and late penalties (course, deadlines).
+
+The fixtures in tests/fixtures/lms/ are written from the LMSs' own documentation and source: Canvas's
+gradebook export and the names of its "Download Submissions" zip (lib/content_zipper.rb), Moodle's grade export
+(the header of grade/import/csv's own tests), grading worksheet and "Download all submissions" paths
+(mod/assign/locallib.php). Each test builds a downloads folder from them in tmp_path, collects it and checks the
+exact outcome; the exports are read back with the rules the LMSs use to read them. The whole round trip through
+`make autograde` and `make export` is tests/test_term.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from word2bert_grader import course, deadlines, lms
+
+FIXTURES = Path(__file__).parent / "fixtures" / "lms"
+A = "01-word2vec"
+ASSIGNMENTS = ["01-word2vec", "03-gpt"]
+
+
+def names(path: Path) -> list[str]:
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
+
+
+def nb(tag: str) -> bytes:
+    return json.dumps({"cells": [], "metadata": {"tag": tag}, "nbformat": 4, "nbformat_minor": 5}).encode()
+
+
+def calendar(tmp_path: Path, text: str = "") -> course.Course:
+    (tmp_path / "course.toml").write_text(text, encoding="utf-8")
+    return course.load(tmp_path, ASSIGNMENTS)
+
+
+def problems_by_source(problems) -> dict[str, str]:
+    return {p.source: p.reason for p in problems}
+
+
+def test_canvas_download_names_are_read_as_canvas_reads_them():
+    parsed = [lms.parse_canvas(n) for n in names(FIXTURES / "canvas" / "download-names.txt")]
+    assert parsed[0] == lms.CanvasName("lovelaceada", False, "1001", "5001", "01-word2vec.ipynb")
+    assert parsed[1].file == "01-word2vec-1.ipynb" and parsed[1].attachment == "5002", "a re-upload keeps its -1"
+    assert parsed[2] == lms.CanvasName("müllerjürgen", True, "1002", "5003", "01-word2vec.ipynb"), "non-ASCII, LATE"
+    assert parsed[-1] == lms.CanvasName("", True, "anon_x8Yq2", "5007", "01-word2vec.ipynb"), "anonymous grading"
+    assert lms.parse_canvas("o_brienpat_1005_5010_my_work_v2.ipynb").file == "my_work_v2.ipynb", "'_' in names"
+    assert lms.parse_canvas("alice_01-word2vec.ipynb") is None, "no ids: not a Canvas name"
+
+
+def test_moodle_download_paths_are_read_as_moodles_feedback_import_reads_them():
+    paths = names(FIXTURES / "moodle" / "download-paths.txt")
+    assert lms.parse_moodle(paths[0]) == lms.MoodleName("Ada Lovelace", "4242", "file", "01-word2vec.ipynb")
+    assert lms.parse_moodle(paths[2]).plugin == "onlinetext"
+    assert lms.parse_moodle(paths[4]).file == "scratch/01-word2vec.ipynb"
+    assert lms.parse_moodle("Ada Lovelace_4242_assignsubmission_file/01-word2vec.ipynb").participant == "4242", (
+        "Moodle 4.1 and later: no trailing '_'"
+    )
+    assert lms.parse_moodle("Ada Lovelace_4242_assignsubmission_file_01-word2vec.ipynb").file == f"{A}.ipynb", "flat"
+    assert lms.parse_moodle("unpacked/Ada Lovelace_4242_assignsubmission_file_/x.ipynb").participant == "4242"
+    assert lms.parse_moodle("Ada_Lovelace.ipynb") is None
+
+
+def test_rosters_map_each_lms_id_to_a_student_and_report_the_rows_they_cannot():
+    canvas = lms.read_roster(FIXTURES / "canvas" / "gradebook-export.csv", "canvas", "SIS Login ID")
+    assert [(p.student, p.name, p.lms_id) for p in canvas.people] == [
+        ("ada", "Lovelace, Ada", "1001"),
+        ("jmuller", "Müller, Jürgen", "1002"),
+        ("aturing", "Turing, Alan", "1003"),
+    ]
+    assert canvas.points["01-word2vec (101)"] == "25.00", "the Points Possible row is no student"
+    assert canvas.problems == [
+        "roster gradebook-export.csv line 6 (Student, Test): the id has no SIS Login ID: left out"
+    ]
+    moodle = lms.read_roster(FIXTURES / "moodle" / "grades-export.csv", "moodle", "ID number")
+    assert [p.student for p in moodle.people] == ["ada", "jmuller", "aturing", "aturing2"]
+    assert (
+        moodle.people[1].name == "Jürgen Müller" and moodle.people[1].identity["Email address"] == "jurgen@example.com"
+    )
+    assert [p.student for p in moodle.find("name", "jürgen  MÜLLER")] == ["jmuller"], "names compared as people read"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "is empty"),
+        ("Name,Email\nAda,ada@x\n", "is not Canvas's gradebook export: no column ID, SIS Login ID"),
+        (
+            'Student,ID,SIS User ID,SIS Login ID,Section\n"A, B",1,,a b,S\n"C, D",2,,c,S\n"E, F",3,,c,S\n"G",4\n',
+            "line 2 (A, B): the id has characters other than letters, digits and . _ @ -: left out|"
+            "line 4: SIS Login ID 'c' is also on line 3: left out|line 5: 2 fields, the header has 5|"
+            "line 5 (G): the id has no SIS Login ID: left out",
+        ),
+    ],
+)
+def test_malformed_rosters_are_reported_row_by_row(tmp_path, text, expected):
+    (tmp_path / "r.csv").write_text(text, encoding="utf-8")
+    roster = lms.read_roster(tmp_path / "r.csv", "canvas", "SIS Login ID")
+    got = "|".join(p.removeprefix("roster r.csv ") for p in roster.problems)
+    assert got == expected
+    (tmp_path / "r.csv").write_bytes(b"\xff\xfe not utf-8")
+    assert "cannot be read" in lms.read_roster(tmp_path / "r.csv", "canvas", "SIS Login ID").problems[0]
+
+
+def canvas_downloads(tmp_path: Path) -> Path:
+    """Canvas's zip of 01-word2vec, as downloaded, beside an unpacked copy of one file that differs."""
+    folder = tmp_path / "downloads" / A
+    folder.mkdir(parents=True)
+    with zipfile.ZipFile(folder / "course-01-word2vec_submissions.zip", "w") as archive:
+        for name in names(FIXTURES / "canvas" / "download-names.txt"):
+            archive.writestr(name, nb(name))
+        archive.writestr("../escape_1001_9999_01-word2vec.ipynb", nb("escape"))
+    (folder / "turingalan_1003_5004_01-word2vec.ipynb").write_bytes(nb("turing, changed after unpacking"))
+    (folder / "lovelaceada_1001_5001_01-word2vec.ipynb").write_bytes(nb("lovelaceada_1001_5001_01-word2vec.ipynb"))
+    return tmp_path / "downloads"
+
+
+def test_canvas_downloads_are_collected_under_the_rosters_ids_and_nothing_is_lost(tmp_path):
+    roster = lms.read_roster(FIXTURES / "canvas" / "gradebook-export.csv", "canvas", "SIS Login ID")
+    collected, problems = lms.collect(
+        canvas_downloads(tmp_path), tmp_path / "submitted", ASSIGNMENTS, "canvas", roster, calendar(tmp_path)
+    )
+    zip_name = f"{A}/course-01-word2vec_submissions.zip"
+    assert [(c.student, c.assignment, c.source) for c in collected] == [
+        ("ada", A, f"{zip_name}:lovelaceada_1001_5002_01-word2vec-1.ipynb"),
+        ("jmuller", A, f"{zip_name}:müllerjürgen_LATE_1002_5003_01-word2vec.ipynb"),
+    ]
+    ada = tmp_path / "submitted" / "ada" / A
+    assert (ada / f"{A}.ipynb").read_bytes() == nb("lovelaceada_1001_5002_01-word2vec-1.ipynb"), "the newer upload"
+    assert json.loads((ada / "lms.json").read_text(encoding="utf-8")) == {
+        "lms": "canvas",
+        "download": f"{zip_name}:lovelaceada_1001_5002_01-word2vec-1.ipynb",
+        "user": "1001",
+        "name": "lovelaceada",
+        "attachment": "5002",
+        "late": False,
+    }
+    assert lms.Record.read(tmp_path / "submitted" / "jmuller" / A).late is True
+    reasons = problems_by_source(problems)
+    assert reasons[f"{zip_name}:lovelaceada_1001_5001_01-word2vec.ipynb"].startswith("superseded: ")
+    assert f"{A}/lovelaceada_1001_5001_01-word2vec.ipynb" not in reasons, "an identical unpacked copy counts once"
+    conflict = next(p for p in problems if p.reason.startswith("conflict"))
+    assert (conflict.student, conflict.assignment) == ("aturing", A), "a failed row for the student, with why"
+    assert "2 different notebooks for aturing/01-word2vec that cannot be told apart" in conflict.reason
+    assert reasons[f"{zip_name}:turingalan_1003_5005_notes.txt"] == "ignored: not a notebook"
+    assert reasons[f"{zip_name}:hoppergrace_1004_5006_01-word2vec.ipynb"] == (
+        "not collected: Canvas user 1004 is on no roster row (kept in the downloads)"
+    )
+    assert "anonymous grading" in reasons[f"{zip_name}:LATE_anon_x8Yq2_5007_01-word2vec.ipynb"]
+    assert reasons[f"{zip_name}:../escape_1001_9999_01-word2vec.ipynb"] == "refused: '..' in its path"
+    assert sorted(p.name for p in (tmp_path / "submitted").iterdir()) == ["ada", "jmuller"]
+
+
+def moodle_downloads(tmp_path: Path, worksheet: bool) -> Path:
+    folder = tmp_path / "downloads" / A
+    folder.mkdir(parents=True)
+    for path in names(FIXTURES / "moodle" / "download-paths.txt"):
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(nb(path))
+    if worksheet:
+        (folder / "Grades-course-01-word2vec-77.csv").write_bytes(
+            (FIXTURES / "moodle" / "grading-worksheet.csv").read_bytes()
+        )
+    return tmp_path / "downloads"
+
+
+def test_moodle_downloads_are_matched_by_the_worksheet_and_keep_its_submission_time(tmp_path):
+    roster = lms.read_roster(FIXTURES / "moodle" / "grades-export.csv", "moodle", "ID number")
+    when = calendar(tmp_path, 'timezone = "Europe/Berlin"\n')
+    collected, problems = lms.collect(
+        moodle_downloads(tmp_path, worksheet=True), tmp_path / "submitted", ASSIGNMENTS, "moodle", roster, when
+    )
+    assert [(c.student, c.source) for c in collected] == [
+        ("ada", f"{A}/Ada Lovelace_4242_assignsubmission_file_/01-word2vec.ipynb"),
+        ("jmuller", f"{A}/Jürgen Müller_4243_assignsubmission_file_/01-word2vec.ipynb"),
+    ]
+    stamp = (tmp_path / "submitted" / "jmuller" / A / "timestamp.txt").read_text(encoding="utf-8")
+    assert stamp == "2026-02-07 03:10:00+01:00", "Moodle's time, in the course's zone, with its offset"
+    assert lms.Record.read(tmp_path / "submitted" / "ada" / A) == lms.Record(
+        "moodle", f"{A}/Ada Lovelace_4242_assignsubmission_file_/01-word2vec.ipynb", "4242", "Ada Lovelace"
+    )
+    conflict = next(p for p in problems if p.reason.startswith("conflict"))
+    assert conflict.student == "aturing", "the worksheet's e-mail tells the two Alan Turings apart"
+    reasons = problems_by_source(problems)
+    assert reasons[f"{A}/Grace Hopper_4245_assignsubmission_file_/01-word2vec.ipynb"] == (
+        "not collected: 'Grace Hopper' (participant 4245) is on no roster row (kept in the downloads)"
+    )
+    assert reasons[f"{A}/Jürgen Müller_4243_assignsubmission_onlinetext_/onlinetext.html"] == "ignored: not a notebook"
+
+
+def test_without_the_worksheet_moodle_names_are_looked_up_and_ambiguous_ones_reported(tmp_path):
+    roster = lms.read_roster(FIXTURES / "moodle" / "grades-export.csv", "moodle", "ID number")
+    collected, problems = lms.collect(
+        moodle_downloads(tmp_path, worksheet=False),
+        tmp_path / "submitted",
+        ASSIGNMENTS,
+        "moodle",
+        roster,
+        calendar(tmp_path),
+    )
+    assert [c.student for c in collected] == ["ada", "jmuller"], "the non-ASCII name is found on the roster"
+    assert not (tmp_path / "submitted" / "ada" / A / "timestamp.txt").exists(), "no time from Moodle: the file's"
+    turing = [p.reason for p in problems if "Alan Turing_4244" in p.source]
+    assert (
+        turing
+        == [
+            "not collected: 2 roster rows are named 'Alan Turing': put the grading worksheet beside the "
+            "download (kept in the downloads)"
+        ]
+        * 2
+    )
+
+
+def test_downloads_outside_an_assignment_folder_and_links_are_reported(tmp_path):
+    down = tmp_path / "downloads"
+    (down / A).mkdir(parents=True)
+    (down / "submissions.zip").write_bytes(b"PK")
+    (down / A / "lovelaceada_1001_5001_01-word2vec.ipynb").symlink_to("/etc/passwd")
+    (down / A / "broken.zip").write_bytes(b"not a zip")
+    collected, problems = lms.collect(down, tmp_path / "submitted", ASSIGNMENTS, "canvas", None, calendar(tmp_path))
+    assert collected == []
+    assert problems_by_source(problems) == {
+        "submissions.zip": "ignored: not a folder named after an assignment (01-word2vec, 03-gpt)",
+        f"{A}/broken.zip": "refused: not a readable zip (BadZipFile: File is not a zip file)",
+        f"{A}/lovelaceada_1001_5001_01-word2vec.ipynb": "refused: a symlink (downloads must be plain files)",
+    }
+
+
+COURSE = """
+timezone = "Europe/Berlin"
+[late]
+policy = "per_hour"
+points_per_hour = 2
+[due]
+01-word2vec = 2026-02-06T23:59:00
+03-gpt = 2026-03-06T23:59:00Z
+[extensions.ada]
+01-word2vec = 48
+[extensions.jmuller]
+03-gpt = 2026-03-10T12:00:00
+[extensions.ghost]
+01-word2vec = 24
+"""
+
+
+def test_course_toml_due_dates_extensions_and_its_mistakes(tmp_path):
+    c = calendar(tmp_path, COURSE)
+    berlin = ZoneInfo("Europe/Berlin")
+    assert c.due_for("bob", A) == datetime(2026, 2, 6, 23, 59, tzinfo=berlin)
+    assert c.due_for("ada", A) == datetime(2026, 2, 8, 23, 59, tzinfo=berlin), "48 hours more"
+    assert c.due_for("jmuller", "03-gpt") == datetime(2026, 3, 10, 12, tzinfo=berlin), "a date of their own"
+    assert c.due_for("bob", "03-gpt") == datetime(2026, 3, 6, 23, 59, tzinfo=UTC), "an explicit offset stays"
+    c.check_students({"ada", "jmuller", "bob"})
+    assert c.problems == ["course.toml: an extension for 'ghost', who is not in this class (ignored)"]
+    bad = calendar(
+        tmp_path,
+        'timezone = "Mars/Olympus"\nlate = 3\n[due]\n99-nothing = 2026-01-01T00:00:00\n01-word2vec = "soon"\n'
+        "[extensions.ada]\n01-word2vec = true\n[lms]\nname = 'blackboard'\n",
+    )
+    assert bad.problems == [
+        "course.toml: timezone 'Mars/Olympus' is not an IANA time zone name: UTC is used",
+        "course.toml: [late] is not a table (ignored)",
+        "course.toml: a due date for '99-nothing', which is no assignment (ignored)",
+        "course.toml: due date of 01-word2vec is not a date-time: 'soon' (ignored)",
+        "course.toml: extension of 'ada' for 01-word2vec is neither hours nor a date-time",
+        "course.toml: [lms] name 'blackboard' is none of canvas, moodle (ignored)",
+    ]
+    assert bad.due == {} and bad.timezone == ZoneInfo("UTC")
+    assert calendar(tmp_path, "due = [").problems[0].startswith("course.toml cannot be read")
+
+
+def submission(tmp_path: Path, student: str, when: datetime | None = None, stamp: str | None = None, late=None):
+    folder = tmp_path / "submitted" / student / A
+    folder.mkdir(parents=True)
+    (folder / f"{A}.ipynb").write_bytes(nb(student))
+    if when is not None:
+        import os
+
+        os.utime(folder / f"{A}.ipynb", (when.timestamp(), when.timestamp()))
+    if stamp is not None:
+        (folder / "timestamp.txt").write_text(stamp, encoding="utf-8")
+    if late is not None:
+        (folder / "lms.json").write_text(json.dumps({"lms": "canvas", "late": late}), encoding="utf-8")
+    return folder
+
+
+def test_late_penalties_follow_nbgraders_plugins(tmp_path):
+    c = calendar(tmp_path, COURSE)
+    due = datetime(2026, 2, 6, 23, 59, tzinfo=ZoneInfo("Europe/Berlin"))
+    now = due + timedelta(days=30)
+    # per hour: nbgrader's example plugin, round(hours late) points per hour (2 here), clipped to the score
+    late = deadlines.assess(c, "bob", A, submission(tmp_path, "bob", due + timedelta(hours=3, minutes=20)), now)
+    assert (late.seconds_late, late.source, late.penalty(10)) == (12_000, "the file's time", 6.0)
+    assert late.penalty(4) == 4, "never more than the score"
+    assert late.describe() == ("submitted 2026-02-07 03:19 CET, 3.3 hours after the due date 2026-02-06 23:59 CET")
+    on_time = deadlines.assess(c, "ada", A, submission(tmp_path, "ada", due + timedelta(hours=40)), now)
+    assert on_time.penalty(10) == 0 and not on_time.late, "within the extension"
+    stamped = submission(tmp_path, "carl", due + timedelta(days=9), stamp="2026-02-06 23:29:00 America/New_York")
+    assert deadlines.assess(c, "carl", A, stamped, now).seconds_late == 5.5 * 3600, (
+        "timestamp.txt before the file's time; 23:29 in New York is 05:29 in Berlin"
+    )
+    future = deadlines.assess(c, "dora", A, submission(tmp_path, "dora", now + timedelta(days=1)), now)
+    assert future.penalty(10) == 0 and "in the future" in future.note
+    canvas = deadlines.assess(c, "eve", A, submission(tmp_path, "eve", now, late=True), now)
+    assert canvas.seconds_late is None and canvas.penalty(10) == 0, "Canvas says LATE but not by how much"
+    assert "Canvas gives no time in its downloads" in canvas.note
+    not_late = deadlines.assess(c, "fay", A, submission(tmp_path, "fay", now, late=False), now)
+    assert not not_late.late, "not LATE on Canvas: on time, whatever the zip's times say"
+    zero = course.Course(due=c.due, extensions=c.extensions, late=course.LatePolicy("zero"))
+    assert deadlines.assess(zero, "eve", A, tmp_path / "submitted" / "eve" / A, now).penalty(7.5) == 7.5
+    assert deadlines.assess(zero, "ada", A, tmp_path / "submitted" / "ada" / A, now).penalty(7.5) == 0
+    none = course.Course(due=c.due)
+    assert deadlines.assess(none, "bob", A, tmp_path / "submitted" / "bob" / A, now).penalty(10) == 0
+    assert deadlines.assess(c, "bob", "03-gpt", tmp_path / "x", now).due is not None
+
+
+def read_csv(path: Path) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"), newline="")))
+
+
+def graded_course(tmp_path: Path) -> Path:
+    """A graded course as `make autograde` leaves it, for the exports: grades.csv, feedback pages, lms.json."""
+    root = tmp_path / "course"
+    rows = [
+        [
+            "student",
+            "assignment",
+            "raw_score",
+            "late_penalty",
+            "score",
+            "max_score",
+            "status",
+            "reason",
+            "to_grade_by_hand",
+            "late",
+        ],
+        ["ada", A, "20", "0", "20", "25", "graded", "", "0", ""],
+        ["jmuller", A, "18.5", "2", "16.5", "25", "graded", "", "0", "submitted ..., 1.0 hours after ..."],
+        ["zed", A, "3", "0", "3", "25", "graded", "", "0", ""],
+    ]
+    root.mkdir()
+    with open(root / "grades.csv", "w", encoding="utf-8", newline="") as stream:
+        csv.writer(stream).writerows(rows)
+    for student, record in (
+        ("ada", lms.Record("canvas", "x", "1001", "lovelaceada", "5002", False)),
+        ("jmuller", lms.Record("moodle", "x", "4243", "Jürgen Müller")),
+    ):
+        (root / "feedback" / student / A).mkdir(parents=True)
+        (root / "feedback" / student / A / f"{A}.html").write_text(f"<p>{student}</p>", encoding="utf-8")
+        (root / "submitted" / student / A).mkdir(parents=True)
+        (root / "submitted" / student / A / "lms.json").write_text(json.dumps(record.__dict__), encoding="utf-8")
+    return root
+
+
+def test_canvas_export_is_its_gradebook_import_format_and_feedback_names_read_back(tmp_path):
+    root = graded_course(tmp_path)
+    roster = lms.read_roster(FIXTURES / "canvas" / "gradebook-export.csv", "canvas", "SIS Login ID")
+    report = lms.export(root, "canvas", calendar(root), ASSIGNMENTS, roster)
+    assert read_csv(root / "exports" / "canvas-grades.csv") == [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "01-word2vec (101)"],
+        ["    Points Possible", "", "", "", "", "25"],
+        ["Lovelace, Ada", "1001", "S1001", "ada", "Section A", "20"],
+        ["Müller, Jürgen", "1002", "S1002", "jmuller", "Section A", "16.5"],
+        ["Turing, Alan", "1003", "S1003", "aturing", "Section B", ""],
+    ]
+    assert "graded but on no roster row, not exported: zed" in report
+    with zipfile.ZipFile(root / "exports" / "canvas-feedback" / f"{A}.zip") as archive:
+        members = archive.namelist()
+        assert members == ["lovelaceada_1001_5002_01-word2vec-feedback.html"]
+        assert archive.read(members[0]) == b"<p>ada</p>"
+    # Canvas's infer_comment_context_from_filename: the first two all-digit fields are the user and attachment ids
+    digits = [part for part in members[0].split("_") if part.isdigit()][:2]
+    assert digits == ["1001", "5002"]
+    assert any("jmuller" in line and "feedback not packed" in line for line in report), "a Moodle record: not Canvas"
+
+
+def test_moodle_export_has_an_identifier_column_and_the_feedback_zip_moodle_imports(tmp_path):
+    root = graded_course(tmp_path)
+    roster = lms.read_roster(FIXTURES / "moodle" / "grades-export.csv", "moodle", "ID number")
+    lms.export(root, "moodle", calendar(root, '[lms]\nstudent_id = "ID number"\n'), ASSIGNMENTS, roster)
+    rows = read_csv(root / "exports" / "moodle-grades.csv")
+    assert rows[0] == [
+        "First name",
+        "Surname",
+        "ID number",
+        "Email address",
+        "Assignment: 01-word2vec (Real)",
+        "Feedback: Assignment: 01-word2vec (Real)",
+    ]
+    assert rows[2][:5] == ["Jürgen", "Müller", "jmuller", "jurgen@example.com", "16.5"]
+    assert rows[2][5] == "18.5 / 25 before any late penalty; late penalty 2 (submitted ..., 1.0 hours after ...)"
+    with zipfile.ZipFile(root / "exports" / "moodle-feedback" / f"{A}.zip") as archive:
+        (member,) = archive.namelist()
+    assert member == "Jürgen Müller_4243_assignfeedback_file_/01-word2vec-feedback.html"
+    info = member.split("/")[0].split("_", 4)  # importziplib.php: explode('_', $pathpart, 5)
+    assert info[1] == "4243" and (info[2], info[3]) == ("assignfeedback", "file")
+
+
+def test_exported_cells_never_start_a_formula(tmp_path):
+    assert lms._cell('=HYPERLINK("x")') == '\'=HYPERLINK("x")' and lms._cell("-3") == "-3"
