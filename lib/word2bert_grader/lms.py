@@ -34,12 +34,16 @@ roster row is reported and left where it is. Besides the notebook, the collector
 (:class:`Record`: the LMS's ids, to pack the feedback) and, where the LMS gave a time, nbgrader's
 ``timestamp.txt``; the notebook keeps the download's time (:mod:`word2bert_grader.deadlines`).
 
-**Exports** (``make export LMS=canvas|moodle``, :func:`export`): ``exports/canvas-grades.csv`` in Canvas's
-gradebook import format (its five identity columns and ``Points Possible`` row, one column per assignment,
-named as in the roster export when it has one) and ``exports/canvas-feedback/<assignment>.zip`` for "Upload
-Feedback Comments" ... ; ``exports/moodle-grades.csv`` for Moodle's CSV grade import (the roster's identity
-columns, a grade and a ``Feedback:`` column per assignment) and ``exports/moodle-feedback/<assignment>.zip``
-for "Upload multiple feedback files in a zip" (``<Full Name>_<participant id>_assignfeedback_file_/``).
+**Exports** (``make export LMS=canvas|moodle``, :func:`export`), from ``grades.csv`` and ``feedback/``:
+
+- ``exports/canvas-grades.csv``, Canvas's gradebook import: its five identity columns, the ``Points Possible``
+  row, one column per assignment (named as in the roster export, where it has one); and
+  ``exports/canvas-feedback/<assignment>.zip`` for the assignment's Re-Upload Submissions, each page named
+  ``<name>_<user id>_<attachment id>_<file>``, which Canvas reads back (its first two all-digit fields) to attach
+  the page to that submission;
+- ``exports/moodle-grades.csv`` for Moodle's CSV grade import: the roster's identity columns, and a grade and a
+  ``Feedback:`` column per assignment; and ``exports/moodle-feedback/<assignment>.zip`` for Upload multiple
+  feedback files in a zip: ``<Full Name>_<participant id>_assignfeedback_file_/<file>``.
 """
 
 from __future__ import annotations

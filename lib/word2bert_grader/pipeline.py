@@ -450,7 +450,7 @@ def autograde(
     names = assignments(root)
     calendar = course.load(root, names)
     intake = lms.intake(root, names, downloads, roster or calendar.lms.roster, lms_name or calendar.lms.name, calendar)
-    allowed, notes = intake.allowed, calendar.problems + intake.notes
+    allowed = intake.allowed
     refused: list[dict] = []
     ignored: list[str] = []
     for p in intake.problems:
@@ -460,6 +460,7 @@ def autograde(
             ignored.append(f"{p.source}: {p.reason}")
     todo = find_submissions(root, names, allowed, refused)
     calendar.check_students((allowed or set()) | {s for s, _, _ in todo})
+    notes = calendar.problems + intake.notes
 
     def chosen(student: str, assignment: str) -> bool:
         return (not students or student in students) and (not only or assignment in only)
