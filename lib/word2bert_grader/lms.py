@@ -764,7 +764,7 @@ def _feedback_zip(root: Path, path: Path, lms: str, assignment: str, students: l
             if not page.is_file() or page.is_symlink():
                 continue
             record = Record.read(root / "submitted" / student / assignment)
-            if record is None or record.lms != lms or not _digits(record.user):
+            if record is None or record.lms != lms or not _digits(record.user) or not _digits(record.attachment or "0"):
                 missing.append(student)
                 continue
             if lms == "canvas":  # Canvas reads the first two all-digit fields as user and attachment ids

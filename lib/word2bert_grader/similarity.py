@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import html
 import io
 import logging
 from collections import defaultdict
@@ -200,7 +201,7 @@ def _html(report: Report, fingerprints: dict, settings: Settings) -> str:
             f"<h1>Similarity</h1><p>No pair of the {report.answers} answers reached a score of "
             f"{settings.threshold:g}.</p></body></html>"
         )
-    labels = [f"{a}/{s}" for a, s in names]
+    labels = [html.escape(f"{a}/{s}") for a, s in names]  # copydetect's template shows the file lists unescaped
     index = {n: i for i, n in enumerate(names)}
     logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))
     detector = CopyDetector(
