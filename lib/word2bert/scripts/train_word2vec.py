@@ -12,6 +12,7 @@ measured from the stored file.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ from .common import save_card
 def main(argv: list[str] | None = None) -> KeyedVectors:
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--num-tokens", type=int, default=None, help="train on the first sentences, this many words")
     p.add_argument("--vector-size", type=int, default=50, help="50, as the GloVe 6B vectors it is compared with")
     p.add_argument("--window", type=int, default=5)
     p.add_argument("--min-count", type=int, default=5)
@@ -44,6 +46,9 @@ def main(argv: list[str] | None = None) -> KeyedVectors:
     start = time.perf_counter()
     documents, stats = english_documents()
     sentences = [s for d in documents for s in d]
+    if args.num_tokens:
+        ends = itertools.accumulate(map(len, sentences))
+        sentences = sentences[: next((i + 1 for i, n in enumerate(ends) if n >= args.num_tokens), len(sentences))]
     model = Word2Vec(
         sentences,
         vector_size=args.vector_size,
@@ -72,8 +77,10 @@ def main(argv: list[str] | None = None) -> KeyedVectors:
             "Chapter 1 compares them with GloVe 6B, trained on a thousand times more text."
         ),
         data=[
-            f"{words:,} words in {len(sentences):,} sentences: `word2bert.data.english.english_documents()` "
-            f"(words per source: {sources}; cleaned, near-duplicates dropped, the real-English sense benchmark "
+            f"{words:,} words in {len(sentences):,} sentences: `word2bert.data.english.english_documents()`"
+            + (f", its first sentences up to {args.num_tokens:,} words" if args.num_tokens else "")
+            + f" (the corpus's words per source: {sources}; cleaned, near-duplicates dropped, the real-English sense "
+            "benchmark "
             f"held out; licences: {', '.join(LICENCES)}, as the book's licences page records)"
             + (f"; missing sources: {', '.join(stats.missing)}" if stats.missing else ""),
             f"Vocabulary: the {len(stored):,} words seen at least {args.min_count} times, most frequent first.",
