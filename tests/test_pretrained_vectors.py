@@ -230,3 +230,18 @@ def test_the_training_script_writes_the_vectors_and_a_card_that_describes_them(t
     scores = evaluation.standard_word_tests(wv)
     assert f"WordSim-353: Spearman {scores.wordsim353.spearman:.3f} on {scores.wordsim353.pairs} pairs" in card
     assert f"{scores.analogies.accuracy:.3f} on {scores.analogies.answered:,} questions" in card
+
+
+def test_standard_tests_among_a_word_set_ask_only_the_items_whose_words_are_in_it(glove):
+    frequent = glove.index_to_key[:5_000]
+    full = evaluation.standard_word_tests(glove, analogy_vocab=5_000)
+    same = evaluation.standard_word_tests(glove, analogy_vocab=5_000, among=frequent)
+    # the analogies were limited to those words already: the same questions answered, the others no longer asked
+    assert (same.analogies.accuracy, same.analogies.answered, same.analogies.unknown) == (
+        full.analogies.accuracy,
+        full.analogies.answered,
+        0,
+    )
+    inside = [p for p in standard_sets.word_pairs(standard_sets.SIMLEX999) if {p.a, p.b} <= set(frequent)]
+    assert (same.simlex999.pairs, same.simlex999.unknown) == (len(inside), 0) and 0 < len(inside) < 999
+    assert same.simlex999.spearman == pytest.approx(glove.evaluate_word_pairs(inside).spearman)

@@ -28,14 +28,30 @@ class StandardScores:
     analogies: AnalogyScore
 
 
-def standard_word_tests(wv: KeyedVectors, analogy_vocab: int = ANALOGY_VOCAB) -> StandardScores:
+def standard_word_tests(
+    wv: KeyedVectors, analogy_vocab: int = ANALOGY_VOCAB, among: Iterable[str] | None = None
+) -> StandardScores:
     """Spearman's correlation on WordSim-353 and SimLex-999 (gensim's default: pairs with words outside the
     300,000 most frequent skipped) and 3CosAdd's accuracy on Google's analogies among the ``analogy_vocab`` most
-    frequent words; needs gensim installed (its wheel ships the sets)."""
+    frequent words; needs gensim installed (its wheel ships the sets). With ``among``, only the pairs and questions
+    whose words are all in it (ignoring case), so that two models can be asked the same items."""
+    pairs = {name: standard_sets.word_pairs(name) for name in (standard_sets.WORDSIM353, standard_sets.SIMLEX999)}
+    sections = standard_sets.analogy_sections()
+    if among is not None:
+        allowed = {w.upper() for w in among}
+
+        def kept(*words: str) -> bool:
+            return all(w.upper() in allowed for w in words)
+
+        pairs = {name: [p for p in ps if kept(p.a, p.b)] for name, ps in pairs.items()}
+        sections = [
+            standard_sets.AnalogySection(s.name, tuple(q for q in s.questions if kept(q.a, q.b, q.c, q.expected)))
+            for s in sections
+        ]
     return StandardScores(
-        wordsim353=wv.evaluate_word_pairs(standard_sets.word_pairs(standard_sets.WORDSIM353)),
-        simlex999=wv.evaluate_word_pairs(standard_sets.word_pairs(standard_sets.SIMLEX999)),
-        analogies=wv.evaluate_word_analogies(standard_sets.analogy_sections(), restrict_vocab=analogy_vocab),
+        wordsim353=wv.evaluate_word_pairs(pairs[standard_sets.WORDSIM353]),
+        simlex999=wv.evaluate_word_pairs(pairs[standard_sets.SIMLEX999]),
+        analogies=wv.evaluate_word_analogies(sections, restrict_vocab=analogy_vocab),
     )
 
 
