@@ -245,3 +245,17 @@ def test_standard_tests_among_a_word_set_ask_only_the_items_whose_words_are_in_i
     inside = [p for p in standard_sets.word_pairs(standard_sets.SIMLEX999) if {p.a, p.b} <= set(frequent)]
     assert (same.simlex999.pairs, same.simlex999.unknown) == (len(inside), 0) and 0 < len(inside) < 999
     assert same.simlex999.spearman == pytest.approx(glove.evaluate_word_pairs(inside).spearman)
+
+
+def test_another_spelling_of_a_query_word_is_never_the_answer(tmp_path):
+    """*paris* is nearest to Germany - berlin + Paris, but it is Paris in another case: gensim skips it (case
+    insensitive) and answers France, the next one."""
+    words = ["Paris", "paris", "France", "berlin", "Germany", "spain"]
+    e = torch.eye(6)
+    vectors = torch.stack([e[0], e[0] + 0.01 * e[1], e[0] + 0.3 * e[2], e[3], e[3] + 0.01 * e[4], e[5]])
+    wv = KeyedVectors(words, vectors)
+    questions = tmp_path / "q.txt"
+    questions.write_text(": capitals\nberlin germany paris france\n", encoding="utf-8")
+    assert wv.most_similar(["Germany", "Paris"], ["berlin"], topn=1)[0][0] == "paris"
+    assert wv.evaluate_word_analogies(standard_sets.analogy_sections(questions)).accuracy == 1.0
+    assert_same_analogy_scores(wv, as_gensim(wv), questions, 300_000)
