@@ -17,7 +17,7 @@ after run, and words/s is the median over runs (``--repeats`` in the course regi
 that a busy machine slows both alike. Accuracy is the mean over seeds.
 ``diagnose`` changes one thing at a time to find the rare-word gap's cause. Then ours is timed both ways,
 ``sgd_step`` (written-out gradient) against ``autograd=True``, and profiled.
-gensim is a benchmark-only dependency: ``pip install -c constraints.txt gensim==4.4.0``.
+gensim comes with `make setup` (the ``glove`` extra, which ``dev`` includes, pinned in constraints.txt).
 """
 
 from __future__ import annotations

@@ -1,15 +1,59 @@
 """Word tests for static vectors: the toy world's category tests (similarity triples, neighbour purity,
-category offsets) and WordNet's synonyms and plural analogies. Chapter 1 and the benchmarks score word2vec and
-GloVe with them; they take a ``KeyedVectors`` and know nothing of the model that trained it.
+category offsets), WordNet's synonyms and plural analogies, and the standard sets (WordSim-353, SimLex-999,
+Google's analogies, scored by ``KeyedVectors`` as gensim scores them). Chapter 1 and the benchmarks score word2vec
+and GloVe with them; they take a ``KeyedVectors`` and know nothing of the model that trained it.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
+from .data import standard_sets
 from .data.toyworld_grammar import LEXICON
-from .vectors import KeyedVectors
+from .vectors import AnalogyScore, KeyedVectors, WordPairScore
+
+# Candidate answers of the standard analogies: the 30,000 most frequent words, as the word2vec tool's own script
+# scores them (`compute-accuracy vectors.bin 30000 < questions-words.txt`); questions with rarer words are skipped.
+ANALOGY_VOCAB = 30_000
+
+
+@dataclass(frozen=True)
+class StandardScores:
+    """A model's scores on the three standard sets of ``word2bert.data.standard_sets``."""
+
+    wordsim353: WordPairScore
+    simlex999: WordPairScore
+    analogies: AnalogyScore
+
+
+def standard_word_tests(
+    wv: KeyedVectors, analogy_vocab: int = ANALOGY_VOCAB, among: Iterable[str] | None = None
+) -> StandardScores:
+    """Spearman's correlation on WordSim-353 and SimLex-999 (gensim's default: pairs with words outside the
+    300,000 most frequent skipped) and 3CosAdd's accuracy on Google's analogies among the ``analogy_vocab`` most
+    frequent words; needs gensim installed (its wheel ships the sets). With ``among``, only the pairs and questions
+    whose words are all in it (ignoring case), so that two models can be asked the same items."""
+    pairs = {name: standard_sets.word_pairs(name) for name in (standard_sets.WORDSIM353, standard_sets.SIMLEX999)}
+    sections = standard_sets.analogy_sections()
+    if among is not None:
+        allowed = {w.upper() for w in among}
+
+        def kept(*words: str) -> bool:
+            return all(w.upper() in allowed for w in words)
+
+        pairs = {name: [p for p in ps if kept(p.a, p.b)] for name, ps in pairs.items()}
+        sections = [
+            standard_sets.AnalogySection(s.name, tuple(q for q in s.questions if kept(q.a, q.b, q.c, q.expected)))
+            for s in sections
+        ]
+    return StandardScores(
+        wordsim353=wv.evaluate_word_pairs(pairs[standard_sets.WORDSIM353]),
+        simlex999=wv.evaluate_word_pairs(pairs[standard_sets.SIMLEX999]),
+        analogies=wv.evaluate_word_analogies(sections, restrict_vocab=analogy_vocab),
+    )
+
 
 # Toy-world categories for the word tests: lexicon slots whose words are one kind of thing, without the words that
 # also belong to another slot or to a polysemous word's senses (cat is an animal and a pet; march is also a verb).
@@ -84,11 +128,9 @@ def similarity_accuracy(wv: KeyedVectors, triples: Iterable[tuple[str, str, str]
 
 def analogy_accuracy(wv: KeyedVectors, questions: Iterable[tuple[str, str, str, Iterable[str]]]) -> float:
     """Share of a : b :: c : ? whose 3CosAdd answer (query words excluded) is among the right ones."""
-    scored = [
-        wv.most_similar(positive=[b, c], negative=[a], topn=1)[0][0] in set(answers)
-        for a, b, c, answers in questions
-        if a in wv and b in wv and c in wv
-    ]
+    known = [(a, b, c, set(answers)) for a, b, c, answers in questions if a in wv and b in wv and c in wv]
+    nearest = wv.nearest_to_offsets([[wv.key_to_index[w] for w in q[:3]] for q in known]).tolist()
+    scored = [wv.index_to_key[best] in answers for (*_, answers), (best,) in zip(known, nearest)]
     return sum(scored) / max(len(scored), 1)
 
 
