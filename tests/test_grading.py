@@ -393,3 +393,18 @@ def test_forbid_library_calls_catches_calls_into_word2bert():
             device.resolve("cpu")
     with forbid_library_calls("answer"):
         sum(range(10))
+
+
+def test_randomise_parameters_gives_the_tests_own_weights_whatever_the_initialisation():
+    import torch
+    from torch import nn
+
+    from word2bert.testing import randomise_parameters
+
+    zero, default = nn.Linear(3, 4), nn.Linear(3, 4)
+    nn.init.zeros_(zero.weight)
+    nn.init.zeros_(zero.bias)
+    randomise_parameters(zero, 0)
+    randomise_parameters(default, 0)
+    assert all(torch.equal(a, b) for a, b in zip(zero.parameters(), default.parameters()))
+    assert all((p != 0).all() for p in zero.parameters())

@@ -77,3 +77,20 @@ def forbid_torch_functions(*functions, what: str = "your answer"):
     with Watch():
         yield
     assert not called, f"{what} calls {', '.join(sorted(called))}; the exercise is to write it out yourself."
+
+
+def randomise_parameters(module, seed: int) -> None:
+    """Give every parameter of ``module`` random values drawn here (normal, scaled by 1 / sqrt of its last size).
+
+    A test of a layer's formula that reads the layer's own initial weights can be passed by a wrong formula
+    whose weights start where the two agree (a Highway layer whose Linear layers start at zero returns x / 2
+    whatever the gate does). With weights the test chose, no initialisation can.
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            size = p.shape[-1] if p.dim() else 1
+            values = torch.randn(p.shape, generator=generator, dtype=torch.float64) / math.sqrt(max(size, 1))
+            p.copy_(values.to(p.dtype))
