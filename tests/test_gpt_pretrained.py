@@ -10,7 +10,7 @@ import re
 
 import pytest
 import torch
-from conftest import card_corpus
+from helpers import card_corpus
 
 from word2bert import gpt
 from word2bert.probes import sense_probe
