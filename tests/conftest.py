@@ -96,14 +96,17 @@ def browser(tmp_path_factory):
 # The longest work first, so that it runs beside the rest instead of after it (the slowest-first rule of
 # scheduling): pytest-xdist hands out whole files (`--dist loadfile`) in the order of this list when it is given
 # `--no-loadscope-reorder` (the Makefile does), where it would otherwise start the files with the most tests first.
-# Measured in a full run on 2 cores (before this order): the Dask load test 25 min, the book build 22 min, the
-# grading test's class 17 min; all else is under 6 min a file. The load test goes first in its file, so that its
-# worker takes no other file until it is done.
+# Measured in full runs on 2 cores: the book build 22 min (it runs every notebook), the grading class 17 min; every
+# other file under 6 min, the longest of them the hostile class, formgrader's session, the Dask tests (a smoke test
+# of 25 submissions, since the load of 300 became benchmarks/grading_throughput.py --load) and the objective
+# ablation's re-measured run.
 LONGEST_FIRST = (
-    "tests/test_dask.py::test_load_300_submissions_with_a_fifth_faulty_and_a_worker_killed",
-    "tests/test_dask.py",
     "tests/test_book.py",
     "tests/test_grading.py",
+    "tests/test_hostile.py",
+    "tests/test_formgrader.py",
+    "tests/test_dask.py",
+    "tests/test_objective_ablation.py",
 )
 
 

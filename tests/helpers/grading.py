@@ -136,13 +136,28 @@ def mixed_class(root: Path, kinds: dict[str, list[str]], seed: int = 0) -> dict[
     return plan
 
 
-def check_mixed_class(rows: dict[tuple[str, str], dict], plan: dict[tuple[str, str], str]) -> None:
-    """Every submission has its row; honest work has full marks, every faulty one less; garbage failed, saying why."""
+def failed_tests(root: Path, student: str, assignment: str) -> dict[str, str]:
+    """The test cells that raised in the autograded notebook `make autograde` left under ``root``, with the error."""
+    path = root / "autograded" / student / assignment / f"{assignment}.ipynb"
+    if not path.exists():
+        return {}
+    return {
+        grade_id(cell): f"{out['ename']}: {out.get('evalue', '')[:300]}"
+        for cell in nbformat.read(str(path), as_version=4).cells
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error" and (grade_id(cell) or "").startswith("test_")
+    }
+
+
+def check_mixed_class(root: Path, plan: dict[tuple[str, str], str]) -> None:
+    """Every submission has its row in ``root``'s grades.csv; honest work has full marks (or the failed tests are
+    named, with their errors), every faulty submission less; garbage failed, saying why."""
+    rows = grades(root)
     assert set(rows) == set(plan), "every submission has exactly one row"
     for key, kind in plan.items():
         row = rows[key]
         if kind == "honest":
-            assert row["status"] == "graded" and full_before_hand_grading(row), (key, row)
+            assert row["status"] == "graded" and full_before_hand_grading(row), (key, row, failed_tests(root, *key))
         else:
             assert float(row["score"]) < float(row["max_score"]), (key, kind, row)
         if kind == "garbage":
