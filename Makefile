@@ -47,7 +47,7 @@ test-fast: setup ## The quick tests (none marked slow, no book build): a contrib
 
 # Authors: each notebook run alone under nbval (a cell that raises fails), without building the book.
 test-notebooks: setup ## Run the book's notebooks under nbval, each in its own kernel (NB=path for some)
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax $(or $(NB),book)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile -p nbval --nbval-lax $(or $(NB),book)
 
 release: setup ## Regenerate exercises/ (student release) from solutions/
 	$(BIN)/python -m word2bert_grader release
