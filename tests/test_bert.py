@@ -4,7 +4,7 @@ import re
 
 import pytest
 import torch
-from conftest import perturbed
+from helpers import perturbed
 from transformers import BertConfig as HFBertConfig
 from transformers import BertForPreTraining as HFBertForPreTraining
 from transformers import BertModel as HFBertModel

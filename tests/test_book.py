@@ -13,13 +13,13 @@ import nbformat
 import pytest
 import yaml
 from bs4 import BeautifulSoup
-from conftest import BOOK_DIR, ROOT
+from helpers import BOOK_DIR, ROOT
+from helpers.book import MARKERS, toc_files
 from jupyter_cache import get_cache
 
 PAGE_SUFFIXES = (".md", ".ipynb")
 # Folders whose pages the book shows; every page under them must be in _toc.yml.
 PAGE_FOLDERS = ("book", "exercises")
-MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 LINK_ATTRIBUTES = {
     "a": "href",
     "link": "href",
@@ -49,26 +49,6 @@ KNOWN_DEPRECATIONS = [
 # The book's stylesheet (_config.yml: html_css_files) and the rule in it that makes code wrap.
 BOOK_CSS = "w2b.css"
 WRAPPING_PRE = re.compile(r"\.bd-article\s+pre\s*\{[^}]*white-space:\s*pre-wrap")
-
-
-def toc_files(book_dir: Path = BOOK_DIR) -> list[str]:
-    """Every `root`/`file` entry of _toc.yml: a path relative to the book, without suffix."""
-    toc = yaml.safe_load((book_dir / "_toc.yml").read_text(encoding="utf-8"))
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if key in node:
-                    found.append(str(node[key]))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(toc)
-    return [re.sub(r"\.(md|ipynb)$", "", f) for f in found]
 
 
 def source_pages(book_dir: Path = BOOK_DIR) -> set[str]:

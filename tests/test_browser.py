@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import json
-import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -15,28 +14,11 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-from conftest import BOOK_DIR
-from test_book import toc_files
+from helpers import BOOK_DIR
+from helpers.book import toc_files
+from helpers.browser import NETWORK_SCHEMES, PAGE_TIMEOUT_S, settle
 
 pytestmark = pytest.mark.book
-
-CHROMIUM_FLAGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1280,900",
-    # A request for any other host fails to resolve, so nothing can leave the machine; the
-    # performance log still records the attempt, which is how the tests below see it.
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-]
-# What goes over the network (data:, blob: and the browser's own chrome:// pages do not).
-NETWORK_SCHEMES = ("http:", "https:", "ws:", "wss:", "ftp:")
-PAGE_TIMEOUT_S = 30
 
 
 @dataclass
@@ -65,30 +47,6 @@ def site(built_book):
     server.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[dev]'")
-    chromium = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
-    driver_path = shutil.which("chromedriver")
-    if not chromium or not driver_path:
-        pytest.skip(
-            "headless Chromium not found (needs `chromium` and `chromedriver` on PATH): "
-            "`make system-deps`, or `sudo apt-get install chromium chromium-driver`"
-        )
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    from selenium.webdriver.chrome.service import Service
-
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    driver.set_page_load_timeout(PAGE_TIMEOUT_S)
-    yield driver
-    driver.quit()
-
-
 def book_pages() -> list[str]:
     """Every page of the table of contents, as a path of the site (`book/intro.html`)."""
     return [f"{f}.html" for f in toc_files()]
@@ -102,22 +60,6 @@ def chapter_notebooks() -> dict[str, list[str]]:
         if parts[0] == "book" and len(parts) > 2 and (BOOK_DIR / f"{f}.ipynb").exists():
             chapters.setdefault("/".join(parts[:2]), []).append(f"{f}.html")
     return chapters
-
-
-def settle(driver) -> None:
-    """Wait until the page has loaded, MathJax has typeset, and every figure has loaded."""
-    driver.set_script_timeout(PAGE_TIMEOUT_S)
-    driver.execute_async_script(
-        """
-        const done = arguments[arguments.length - 1];
-        const images = () => Promise.all([...document.images].map(img => {
-            img.loading = "eager";
-            return img.complete ? null : new Promise(r => { img.onload = img.onerror = r; });
-        }));
-        const mathjax = window.MathJax && MathJax.startup && MathJax.startup.promise;
-        Promise.resolve(mathjax).then(images).then(() => done(true), () => done(false));
-        """
-    )
 
 
 def record(driver, base: str) -> Visit:

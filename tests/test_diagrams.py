@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 DRAW = ROOT / "book" / "_diagrams" / "draw.py"
 COMMITTED = ROOT / "book" / "images" / "diagrams"

@@ -22,9 +22,9 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
-from conftest import ROOT
-from test_book import MARKERS
-from test_browser import NETWORK_SCHEMES, PAGE_TIMEOUT_S, browser, settle  # noqa: F401 (fixture)
+from helpers import ROOT
+from helpers.book import MARKERS
+from helpers.browser import NETWORK_SCHEMES, PAGE_TIMEOUT_S, settle
 
 pytestmark = pytest.mark.book
 
@@ -156,7 +156,7 @@ def offline_visit(driver, url: str) -> dict:
     return seen
 
 
-def test_book_archive_works_from_the_disk(browser, unpacked):  # noqa: F811 (fixture)
+def test_book_archive_works_from_the_disk(browser, unpacked):
     root = unpacked.as_uri() + "/"
     landing = offline_visit(browser, urljoin(root, "index.html"))
     assert landing["url"] == urljoin(root, "book/intro.html"), "index.html leads to the landing page"

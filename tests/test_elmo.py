@@ -8,7 +8,7 @@ import re
 
 import pytest
 import torch
-from conftest import card_corpus
+from helpers import card_corpus
 
 from word2bert import elmo
 from word2bert.checkpoint import read_metadata

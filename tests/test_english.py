@@ -81,6 +81,7 @@ def test_duplicates_and_near_duplicates_are_dropped_once_seen():
     assert (stats.duplicates, stats.near_duplicates) == (1, 1)
 
 
+@pytest.mark.slow
 @needs_wordnet
 def test_the_benchmark_is_held_out_of_the_corpus():
     """No sentence of the WordNet sense benchmark is in the pre-training text, from WordNet or any other source,
@@ -134,6 +135,7 @@ def test_the_cleaned_text_is_kept_on_disk_and_cleaned_again_when_a_source_change
     assert en.english_documents()[0] == [[["where", "there", "is", "smoke", "there", "is", "fire", "."]]]
 
 
+@pytest.mark.slow
 @needs_gcide
 def test_gcide_gives_millions_of_words_without_markup():
     entries = list(en.gcide_entries())
@@ -196,6 +198,7 @@ def test_the_plain_sentences_have_their_word_once_two_senses_and_six_sentences_e
     assert chance_level(occ) == 0.5
 
 
+@pytest.mark.slow
 @needs_wordnet
 def test_the_plain_sentences_are_not_in_the_corpus():
     docs, _ = en.english_documents(sources=("wordnet",))

@@ -17,6 +17,10 @@ from word2bert_grader.harness import Settings, failed_result
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = pipeline.source(ROOT, "03-gpt")
+# Slow: real pool processes from a forkserver that imports torch, restarted after each death (the killer test took
+# 23 s on the shared 2-core machine at load 6, its first result after 10 s), and nbgrader's generate_assignment
+# (6.6 CPU-seconds).
+pytestmark = pytest.mark.slow
 
 
 def stand_in(student, assignment, submission, source, settings) -> dict:

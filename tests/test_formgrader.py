@@ -38,8 +38,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
-from test_browser import browser  # noqa: F401 (the headless Chromium fixture)
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -202,7 +201,7 @@ def severe(driver) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def signed_in(browser, lab):  # noqa: F811 (fixture)
+def signed_in(browser, lab):
     """The browser, signed in to the server by its token (a cookie), with the MathJax stand-in."""
     base, token, _ = lab
     browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": MATHJAX_STUB})

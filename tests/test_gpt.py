@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import perturbed
+from helpers import perturbed
 from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import GPT2Config, GPT2LMHeadModel

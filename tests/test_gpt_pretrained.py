@@ -10,7 +10,7 @@ import re
 
 import pytest
 import torch
-from conftest import card_corpus
+from helpers import card_corpus
 
 from word2bert import gpt
 from word2bert.probes import sense_probe
@@ -49,6 +49,7 @@ def test_checkpoint_is_small_and_described_by_its_card(model, card):
     assert "python -m word2bert.scripts.train_gpt" in card
 
 
+@pytest.mark.slow
 def test_checkpoint_gives_the_held_out_loss_of_its_card(model, card):
     """Loading with the current code reproduces the loss measured when the checkpoint was trained."""
     num_tokens, seed = card_corpus(card)

@@ -28,6 +28,17 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from helpers.grading import (
+    fixtures,
+    full_before_hand_grading,
+    grade_cells,
+    grade_id,
+    release_nb,
+    solution_code,
+    solution_nb,
+    submission,
+    write,
+)
 from nbgrader.api import Gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,62 +61,6 @@ FEEDBACK_STUDENTS = ("release", "wrong-0", "fault-not-json", "fault-runaway")
 pytestmark = pytest.mark.slow
 
 
-def fixtures(assignment: str, kind: str) -> dict[str, list[Path]]:
-    """function name -> implementation files, from <function>__<variant>.py."""
-    found: dict[str, list[Path]] = {}
-    for path in sorted((FIXTURES / assignment / kind).glob("*.py")):
-        found.setdefault(path.stem.split("__")[0], []).append(path)
-    return found
-
-
-def release_nb(assignment: str):
-    return nbformat.read(str(ROOT / "exercises" / assignment / f"{assignment}.ipynb"), as_version=4)
-
-
-def solution_nb(assignment: str):
-    return nbformat.read(str(ROOT / "solutions" / assignment / f"{assignment}.ipynb"), as_version=4)
-
-
-def grade_id(cell) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-
-
-def solution_code(assignment: str) -> dict[str, str]:
-    """The full solution of every code answer cell, without the nbgrader markers (written answers are not code)."""
-    answers = {}
-    for cell in solution_nb(assignment).cells:
-        if cell.get("metadata", {}).get("nbgrader", {}).get("solution") and cell.cell_type == "code":
-            answers[grade_id(cell)] = "\n".join(
-                line
-                for line in cell.source.split("\n")
-                if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
-            )
-    return answers
-
-
-def submission(assignment: str, answers: dict[str, str]):
-    """The release notebook with the given answer cells filled in."""
-    nb = release_nb(assignment)
-    for cell in nb.cells:
-        if grade_id(cell) in answers:
-            cell.source = answers[grade_id(cell)]
-    return nb
-
-
-def grade_cells(assignment: str, written: bool = False) -> dict[str, float]:
-    """The test cells' points (the grader's), or the written answers' (graded by hand)."""
-    return {
-        grade_id(c): c.metadata.nbgrader["points"]
-        for c in release_nb(assignment).cells
-        if c.get("metadata", {}).get("nbgrader", {}).get("grade") and (c.cell_type == "markdown") == written
-    }
-
-
-def full_before_hand_grading(row: dict) -> bool:
-    """Every test passed; the written answers wait for the instructor (their points are in the maximum)."""
-    return float(row["score"]) + float(row["to_grade_by_hand"]) == float(row["max_score"])
-
-
 def cells_of(function: str, cells) -> list[str]:
     return [c for c in cells if c.startswith(f"test_{function}_")]
 
@@ -113,16 +68,6 @@ def cells_of(function: str, cells) -> list[str]:
 def affected(functions: set[str]) -> set[str]:
     """The functions, and those whose tests use them (DEPENDS): whose test cells may lose points."""
     return set(functions) | {f for f, needs in DEPENDS.items() if needs & set(functions)}
-
-
-def write(root: Path, student: str, assignment: str, nb=None, text: str | None = None) -> None:
-    folder = root / "submitted" / student / assignment
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{assignment}.ipynb"
-    if text is not None:
-        path.write_text(text, encoding="utf-8")
-    else:
-        nbformat.write(nb, str(path))
 
 
 def fault_submissions(root: Path) -> dict[str, list[str]]:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_grading import grade_id, release_nb, solution_code, solution_nb
+from helpers.grading import grade_id, release_nb, solution_code, solution_nb
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "grading"
@@ -51,7 +51,7 @@ pytestmark = pytest.mark.slow
 # --- notebooks ------------------------------------------------------------------------------------
 
 
-# release_nb, solution_nb, grade_id and solution_code: from test_grading (imported above).
+# release_nb, solution_nb, grade_id and solution_code: from helpers.grading (imported above).
 
 
 def grade_cells(assignment: str, written: bool = False) -> dict[str, float]:

@@ -63,6 +63,7 @@ def test_what_the_chapter_says_holds_in_the_results(committed):
     assert min(max(layer_means(runs, TWO_TOWER_LM, p)[1:]) for p in ("sense_left", "sense_right")) > 0.7
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", list(WORD_OBJECTIVES.values()), ids=str)
 def test_the_kept_models_give_their_numbers_again(objective, committed):
     """Seed 0's model of each objective, from its committed half-precision checkpoint: the same probe scores per

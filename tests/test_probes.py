@@ -84,6 +84,7 @@ def test_control_task_gives_each_word_one_tag_drawn_from_the_tag_distribution():
     assert set(drawn.nonzero().flatten().tolist()) <= set(real.nonzero().flatten().tolist())
 
 
+@pytest.mark.slow
 def test_selectivity_tells_word_identity_from_part_of_speech():
     """Word-identity vectors learn the control task as well as POS (selectivity near 0, as Hewitt and Liang
     warn); vectors that only say the part of speech score full marks on POS and far less on the control task."""

@@ -439,6 +439,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime)
 """
 
 
+@pytest.mark.slow
 def test_a_sandbox_keeps_at_most_its_cpus_busy():
     """Three busy processes for 2 s in a sandbox of one CPU: about 2 s of CPU time, where a cgroup can say so."""
     sandbox = started(Limits(cpus=1))

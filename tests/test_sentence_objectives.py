@@ -1,46 +1,44 @@
-"""The committed comparison of MLM alone, MLM + NSP and MLM + SOP (``word2bert.scripts.sentence_objectives``),
-which chapter 4's pre-training page reports: its numbers are complete and say what the page says. One of its runs,
-MLM alone from seed 0, is also the objective ablation's MLM: ``tests/test_objective_ablation.py`` re-trains it
-and checks it against both."""
+"""``word2bert.scripts.sentence_objectives``, the comparison of MLM alone, MLM + NSP and MLM + SOP whose committed
+results chapter 4's pre-training page reads (the page checks, in hidden asserts, what it says of them; and
+``tests/test_objective_ablation.py`` re-trains their MLM alone of seed 0). Here the script itself runs, on a tiny
+config: it writes every objective and seed, with every number the page reads."""
 
 from __future__ import annotations
 
 import json
-import statistics
+import math
 
 import pytest
 
 from word2bert.scripts import sentence_objectives as so
 
-
-@pytest.fixture(scope="module")
-def committed() -> dict:
-    return json.loads(so.RESULTS.read_text(encoding="utf-8"))
-
-
-def mean(runs: list[dict], objective: str, key: str) -> float:
-    return statistics.mean(r[key] for r in runs if r["objective"] == objective)
+# A fifth of the text held out, so that each held-out task has a batch.
+TINY = ["--num-tokens", "10000", "--eval-fraction", "0.2", "--wordnet-fraction", "0", "--vocab-size", "200"]
+TINY += ["--layers", "1", "--hidden", "16", "--heads", "2"]
+TINY += ["--steps", "6", "--long-steps", "2", "--warmup-steps", "2", "--batch-size", "4", "--threads", "1"]
 
 
-def test_every_objective_has_three_seeds_and_a_curve(committed):
-    runs = committed["runs"]
-    for objective in so.OBJECTIVES:
-        seeds = sorted(r["seed"] for r in runs if r["objective"] == objective)
-        assert len(seeds) >= 3 and len(set(seeds)) == len(seeds), (objective, seeds)
-    steps = sum(n for _, n in committed["settings"]["phases"])
+@pytest.mark.slow
+def test_main_writes_every_objective_and_seed_with_what_the_page_reads(tmp_path, monkeypatch):
+    monkeypatch.setattr(so, "NLI", so.NLI.__class__(**{**vars(so.NLI), "n_train": 16, "n_test": 8, "steps": 2}))
+    monkeypatch.setattr(so, "QA", so.QA.__class__(**{**vars(so.QA), "n_train": 16, "n_test": 8, "steps": 2}))
+    out = tmp_path / "results.json"
+    argv = ["--seeds", "0", "1", "--results", str(out), *TINY]
+    returned = so.main(argv)
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written == json.loads(json.dumps(returned)), "the file holds what main returns"
+    assert written["command"] == "python -m word2bert.scripts.sentence_objectives " + " ".join(argv)
+    settings = written["settings"]
+    assert settings["phases"] == [[64, 6], [128, 2]] and settings["vocab_size"] <= 200
+    assert settings["finetune"]["nli"]["n_train"] == 16 and settings["finetune"]["qa"]["steps"] == 2
+    runs = written["runs"]
+    assert [(r["objective"], r["seed"]) for r in runs] == [(o, s) for s in (0, 1) for o in so.OBJECTIVES]
     for r in runs:
-        assert r["loss_curve"][-1] < r["loss_curve"][0] - 1, f"{r['objective']} seed {r['seed']} did not learn"
-        assert r["nli_accuracy"] is not None and r["qa_exact_match"] is not None
-        assert (r["sop_accuracy"] is None) == (r["objective"] == "MLM alone"), "only a trained head is scored"
-    assert steps >= 1000
-
-
-def test_what_the_page_says_holds_in_the_results(committed):
-    """Chapter 4's reading of the runs: NSP's head learns NSP and is at chance on the same pairs out of order
-    (ALBERT's Table 5: 90.5% and 52.0%); at a third of the course's steps SOP's head is still at chance on its own
-    task; the sentence loss costs MLM accuracy."""
-    runs = committed["runs"]
-    assert mean(runs, "MLM + NSP", "nsp_accuracy") > 0.65
-    assert abs(mean(runs, "MLM + NSP", "sop_accuracy") - 0.5) < 0.05
-    assert abs(mean(runs, "MLM + SOP", "sop_accuracy") - 0.5) < 0.05
-    assert mean(runs, "MLM alone", "mlm_accuracy") > mean(runs, "MLM + NSP", "mlm_accuracy")
+        trained = r["objective"] != "MLM alone"
+        for key in ("mlm_accuracy", "nli_accuracy", "qa_exact_match", "qa_f1"):
+            assert 0 <= r[key] <= 1, (r["objective"], key, r[key])
+        for key in ("nsp_accuracy", "sop_accuracy"):
+            assert (r[key] is not None) == trained and (not trained or 0 <= r[key] <= 1), (r["objective"], key)
+        assert 1 <= len(r["loss_curve"]) <= 8 and all(math.isfinite(x) for x in r["loss_curve"])
+        assert r["loss_curve"][0] == pytest.approx(math.log(settings["vocab_size"]), abs=1.5), "starts untrained"
+        assert 0 < r["pretraining_minutes"] <= r["minutes"]

@@ -7,7 +7,8 @@ checkpoint's documents and WordPiece vocabulary, shorter instances and fewer ste
 documents: MLM accuracy on consecutive text; the [CLS] classifier's accuracy on NSP pairs (B from a random other
 document) and on SOP pairs (A and B swapped), whichever it was trained on; and fine-tuning on NLI and QA, as
 chapter 5 does. The results, curves included, go to ``checkpoints/sentence_objectives.json``, which chapter 4's
-pre-training page reads and ``tests/test_sentence_objectives.py`` re-measures (one seed of one objective).
+pre-training page reads (its hidden asserts check what it says of them) and ``tests/test_objective_ablation.py``
+re-measures (MLM alone from seed 0, which is also the objective ablation's MLM).
 """
 
 from __future__ import annotations
