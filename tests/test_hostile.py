@@ -633,6 +633,19 @@ def sgns_loss(center, context, negatives):  # a first try, kept for comparison
     return center.sum() * 0
 """
 
+# 11. Found attacking the grader of issue 35. A correct answer that is slow once, in the grader's run of a visible test
+# (what a loaded machine does to honest work near the limit): a time limit, never evidence of tampering.
+SLOW_SECOND_CALL = """
+import time
+_calls = [0]
+def noise_distribution(counts, power=0.75):
+    _calls[0] += 1
+    if _calls[0] == 2:
+        time.sleep(25)  # a slow moment: the second call is the grader's run of the visible test
+    counts = counts.to(torch.float64)
+    weights = torch.where(counts > 0, counts.clamp(min=1e-300) ** power, torch.zeros_like(counts))
+    return weights / weights.sum()
+"""
 STDERR_WARNING = r"""
 import sys, warnings
 print("warning: this is only a warning", file=sys.stderr)
@@ -778,6 +791,14 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
     scratch = submission("01-word2vec", answers["01-word2vec"])
     scratch.cells.append(nbformat.v4.new_code_cell(SCRATCH_REDEFINITION))
     write(root, "scratch", "01-word2vec", scratch)
+
+    # 11. against the grader of issue 35: a time limit reported as tampering, keys built to collide, slow replays
+    write(
+        root,
+        "slowcall",
+        "01-word2vec",
+        submission("01-word2vec", {**answers["01-word2vec"], "noise_distribution": SLOW_SECOND_CALL}),
+    )
 
     # 6. LMS downloads
     downloads.mkdir()
@@ -1307,6 +1328,7 @@ def test_the_run_finishes_and_every_submission_has_a_row(graded):
         "bad-?-name",
         "bomb",
         "scratch",
+        "slowcall",
     }
     # unsafe: an attack removes its own row (or a classmate's) from the grade sheet
     assert students <= {s for s, _ in graded.grades}, sorted(graded.grades)
@@ -1673,6 +1695,14 @@ def test_a_scratch_cell_that_redefines_an_answer_later_changes_no_earlier_test(g
     row = graded.grades[("scratch", "01-word2vec")]
     # unsafe: the tests saw the last definition (13/17) and the summary said "tampering suspected"
     assert float(row["score"]) == full("01-word2vec") and "tampering" not in row["reason"], row
+
+
+def test_a_time_limit_in_the_graders_run_is_no_evidence_of_tampering(graded):
+    row = graded.grades[("slowcall", "01-word2vec")]
+    # unsafe: a correct answer that passed the visible test in the kernel and ran past the limit in the grader's run of
+    # it (as honest work near the limit does on a loaded machine) was reported as "tampering suspected"
+    assert row["status"] == "graded" and "tampering" not in row["reason"], row
+    assert cell_scores(graded, "slowcall", "01-word2vec", "test_noise_distribution_visible") == 0, "the limit holds"
 
 
 def test_a_forged_reply_cannot_blow_up_the_grader(graded):

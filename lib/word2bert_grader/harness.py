@@ -18,7 +18,8 @@ One pass over the plan of :mod:`word2bert_grader.notebook`, in notebook order, a
   sandbox, and what crosses back is data.
 
 A test that passed in the student's kernel and failed here, on the same values, is evidence of tampering (a
-kernel that lies); a value the grader could not read, or a hidden part the kernel never ran, is not. Every
+kernel that lies); a value the grader could not read, a crash or a time limit of the grader's run, or a hidden
+part the kernel never ran, is not. Every
 string that comes back is made valid text, and every step, the feedback page and the graded notebook
 included, runs under one time limit for the whole submission.
 """
@@ -39,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from word2bert_grader import feedback, notebook
-from word2bert_grader.proxy import SandboxFailure, Session, StudentError, UnreadableFailure
+from word2bert_grader.proxy import SandboxFailure, Session, StudentError
 from word2bert_grader.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout, printable
 
 MAX_OUTPUT_CHARS = 20_000  # per output of a cell, as nbgrader's LimitOutput
@@ -81,7 +82,9 @@ class Record:
     message: str = ""  # why the test failed
     test_output: str = ""  # what a visible test printed
     wrote_stderr: bool = False
-    unreadable: bool = False  # the test failed because the grader could not read what the student's code gave
+    # the test failed on the sandbox, not on a value: it crashed or ran past the limit in the grader's run (a loaded
+    # machine can take a test that passed in the kernel past it), or gave what the grader cannot read
+    sandbox_failed: bool = False
 
 
 class _Overtime(BaseException):
@@ -195,7 +198,8 @@ def _score(result: dict, records: list[Record], points: dict[str, float]) -> Non
         # Evidence of tampering: the kernel ran this whole test (it has no hidden part) on the values the grader
         # tested too (bound at the same place), passed it, and the same code failed here on an ordinary assertion
         # or error. A value the grader could not read, a crash or a time limit is reported as what it is.
-        if s.kind == "test" and r.sandbox_passed and r.passed is False and s.visible == s.source and not r.unreadable:
+        visible_only = s.visible == s.source
+        if s.kind == "test" and r.sandbox_passed and r.passed is False and visible_only and not r.sandbox_failed:
             result["tampering"].append(f"{s.grade_id} passed in your notebook's kernel but failed in the grader")
         truncated = sum("characters, cut" in o.get("text", "") for o in r.outputs)
         if truncated:
@@ -340,9 +344,8 @@ class _Grader:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 exec(code, namespace)
             record.passed = True
-        except SandboxFailure as error:
-            record.passed, record.message = False, str(error)
-            record.unreadable = isinstance(error, UnreadableFailure)
+        except SandboxFailure as error:  # a crash, a time limit or an unreadable value (UnreadableFailure)
+            record.passed, record.message, record.sandbox_failed = False, str(error), True
         except Exception as error:
             record.passed = False
             record.message = _failure_message(error, step)
