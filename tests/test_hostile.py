@@ -646,6 +646,39 @@ def noise_distribution(counts, power=0.75):
     weights = torch.where(counts > 0, counts.clamp(min=1e-300) ** power, torch.zeros_like(counts))
     return weights / weights.sum()
 """
+# Data built so that every dict key has one hash: a dict of n of them takes n^2 steps to build. In the reply to the
+# grader's request for the answers: 100,000 keys, each a tuple of two 64-bit ints (CPython's tuple hash inverted),
+# 5 MB, about 15 minutes of the grader's own time in every test (main's grader: 20,000 of them took 32 s), past
+# every limit but the whole submission's; and as an answer whose 170,000 pairs have centers of one hash (ints beyond
+# 64 bits: the hidden test's dict of contexts).
+HASH_FLOOD = r"""
+import gc
+M, P1, P2, P5 = 2**64, 11400714785074694791, 14029467366897019727, 2870177450012600261
+rotl = lambda x, r: ((x << r) | (x >> (64 - r))) % M
+after = rotl(pow(P1, -1, M) * ((12345 - (2 ^ (P5 ^ 3527539))) % M) % M, 64 - 31)  # the state before the last lane
+keys, a, inverse = [], 0, pow(P2, -1, M)
+while len(keys) < 100_000:  # (a, b) with hash((a, b)) == 12345: b is the lane that takes a's state there
+    a += 1
+    lane = (after - rotl((P5 + a * P2) % M, 31) * P1) % M * inverse % M
+    if lane < 2**61 - 1:  # an int whose hash is itself
+        keys.append([{"$tuple": [a, lane]}, 0])
+assert len({hash(tuple(k[0]["$tuple"])) for k in keys[:100]}) == 1
+_flood = {"$dict": keys}
+_runner = next(o for o in gc.get_objects() if type(o).__name__ == "Runner")
+_op_names = _runner.op_names
+def _flooding_names(header, tensors):
+    reply, out = _op_names(header, tensors)
+    reply["names"]["sgns_loss"] = _flood
+    return reply, out
+_runner.op_names = _flooding_names
+print("names replies flooded")
+"""
+COLLIDING_PAIRS = """
+def skipgram_pairs(tokens, window, rng):
+    if len(tokens) < 1000:
+        raise NotImplementedError()
+    return [(1 + k * (2**61 - 1), 0) for k in range(170_000)]  # centers that all hash to 1
+"""
 STDERR_WARNING = r"""
 import sys, warnings
 print("warning: this is only a warning", file=sys.stderr)
@@ -798,6 +831,13 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
         "slowcall",
         "01-word2vec",
         submission("01-word2vec", {**answers["01-word2vec"], "noise_distribution": SLOW_SECOND_CALL}),
+    )
+    write(root, "hashflood", "01-word2vec", submission("01-word2vec", answers["01-word2vec"], {"setup": [HASH_FLOOD]}))
+    write(
+        root,
+        "pairflood",
+        "01-word2vec",
+        submission("01-word2vec", {**answers["01-word2vec"], "skipgram_pairs": COLLIDING_PAIRS}),
     )
 
     # 6. LMS downloads
@@ -1329,6 +1369,8 @@ def test_the_run_finishes_and_every_submission_has_a_row(graded):
         "bomb",
         "scratch",
         "slowcall",
+        "hashflood",
+        "pairflood",
     }
     # unsafe: an attack removes its own row (or a classmate's) from the grade sheet
     assert students <= {s for s, _ in graded.grades}, sorted(graded.grades)
@@ -1703,6 +1745,17 @@ def test_a_time_limit_in_the_graders_run_is_no_evidence_of_tampering(graded):
     # it (as honest work near the limit does on a loaded machine) was reported as "tampering suspected"
     assert row["status"] == "graded" and "tampering" not in row["reason"], row
     assert cell_scores(graded, "slowcall", "01-word2vec", "test_noise_distribution_visible") == 0, "the limit holds"
+
+
+def test_data_built_to_collide_costs_only_its_own_answers(graded):
+    honest = _seconds(graded, "honest-01", "01-word2vec")
+    for student, answer in (("hashflood", "test_sgns_loss"), ("pairflood", "test_skipgram_pairs")):
+        row = graded.grades[(student, "01-word2vec")]
+        # unsafe: building the reply's dict (or the test's dict of the answer's pairs) takes the grader hours; grading
+        # stops at the whole submission's limit (23 min of a worker), 0 points, and every later run spends it again
+        assert row["status"] == "graded", row
+        assert cell_scores(graded, student, "01-word2vec", answer) == 0
+        assert _seconds(graded, student, "01-word2vec") < 2 * honest + 60, (student, honest)
 
 
 def test_a_forged_reply_cannot_blow_up_the_grader(graded):
