@@ -679,6 +679,17 @@ def skipgram_pairs(tokens, window, rng):
         raise NotImplementedError()
     return [(1 + k * (2**61 - 1), 0) for k in range(170_000)]  # centers that all hash to 1
 """
+# Restarts that replay slow cells: every request for the answers kills the sandbox, and each restart replays two
+# minutes of the student's own cells (each under its limit), up to 8 times: past the whole submission's limit, whose
+# overtime is not kept (so every later run spent it again).
+SLOW_CELL = "import time\ntime.sleep(4.5)"
+KILL_ON_NAMES = r"""
+import gc, os
+_runner = next(o for o in gc.get_objects() if type(o).__name__ == "Runner")
+_runner.op_names = lambda header, tensors: os._exit(3)
+print("every request for the answers kills the sandbox")
+"""
+
 STDERR_WARNING = r"""
 import sys, warnings
 print("warning: this is only a warning", file=sys.stderr)
@@ -839,6 +850,8 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
         "01-word2vec",
         submission("01-word2vec", {**answers["01-word2vec"], "skipgram_pairs": COLLIDING_PAIRS}),
     )
+    replayer = submission("01-word2vec", answers["01-word2vec"], {"setup": [SLOW_CELL] * 24 + [KILL_ON_NAMES]})
+    write(root, "replayer", "01-word2vec", replayer)
 
     # 6. LMS downloads
     downloads.mkdir()
@@ -1371,6 +1384,7 @@ def test_the_run_finishes_and_every_submission_has_a_row(graded):
         "slowcall",
         "hashflood",
         "pairflood",
+        "replayer",
     }
     # unsafe: an attack removes its own row (or a classmate's) from the grade sheet
     assert students <= {s for s, _ in graded.grades}, sorted(graded.grades)
@@ -1756,6 +1770,14 @@ def test_data_built_to_collide_costs_only_its_own_answers(graded):
         assert row["status"] == "graded", row
         assert cell_scores(graded, student, "01-word2vec", answer) == 0
         assert _seconds(graded, student, "01-word2vec") < 2 * honest + 60, (student, honest)
+
+
+def test_restarts_that_replay_slow_cells_are_bounded_and_kept(graded):
+    row = graded.grades[("replayer", "01-word2vec")]
+    # unsafe: 8 restarts, each replaying two minutes of cells, outlast the whole submission's limit: 0 points, and a
+    # result that is not kept, so every later run spends the whole limit (23 min of a worker) again
+    assert row["status"] == "graded" and "running your cells again" in row["reason"], row
+    assert _seconds(graded, "replayer", "01-word2vec") < 600  # a cached result (kept): the next run reuses it
 
 
 def test_a_forged_reply_cannot_blow_up_the_grader(graded):

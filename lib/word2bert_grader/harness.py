@@ -46,6 +46,10 @@ from word2bert_grader.sandbox import Limits, Sandbox, SandboxError, SandboxTimeo
 MAX_OUTPUT_CHARS = 20_000  # per output of a cell, as nbgrader's LimitOutput
 MAX_STUDENT_CELLS = 200  # cells of the student's own beyond the answers: more are not run
 STUDENT_CELLS_SECONDS = 120.0  # the time all of them may take together
+# Replays after restarts, in all: each restart runs again every cell that finished before (each within its own
+# limit), so without a budget of their own 8 restarts of a notebook of slow cells outlast the whole submission's limit
+# (whose overtime is graded again on every run). Honest cells take seconds: this is many restarts' worth.
+REPLAY_SECONDS = 240.0
 MAX_NOTES = 20
 
 
@@ -122,11 +126,11 @@ def failed_result(student: str, assignment: str, source: bytes, reason: str, tra
 
 def backstop(source_cells: list[dict], settings: Settings) -> float:
     """Seconds the whole grading of a submission of this source may take: every source cell's limit twice, the
-    student's own cells' budget, start-ups, and the feedback (student cells cannot stretch it: their count and
-    time are capped, and so are the sizes of what the pages show)."""
+    student's own cells' budget, the replays' budget, start-ups, and the feedback (student cells cannot stretch it:
+    their count and time are capped, and so are replays and the sizes of what the pages show)."""
     plan = notebook.plan(source_cells, source_cells)
     cells = sum(settings.limit(s.grade_id) for s in plan.steps if s.kind in ("setup", "answer", "test"))
-    return 120 + 2 * STUDENT_CELLS_SECONDS + 2 * cells
+    return 120 + 2 * STUDENT_CELLS_SECONDS + REPLAY_SECONDS + 2 * cells
 
 
 def grade(student: str, assignment: str, submission: bytes, source: bytes, settings: dict) -> dict:
@@ -244,28 +248,45 @@ class _Grader:
         self.hello: dict = {}
         self.cells_run = 0  # requests to run a cell, so far (the names bound for a test are those after them)
         self.own_cells, self.own_seconds = 0, 0.0  # the student's own cells, bounded in number and time
+        self.replayed = 0.0  # seconds spent replaying cells after restarts (REPLAY_SECONDS at most)
 
     # --- pass 1: the sandbox ----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start (or restart) the sandbox and replay the cells that finished before."""
+        """Start (or restart) the sandbox and replay the cells that finished before (REPLAY_SECONDS in all)."""
         while True:
             if self.restarts > self.config.max_restarts:
                 raise SandboxFailure(f"your code stopped the sandbox {self.restarts} times: nothing more is run")
+            if self.replayed >= REPLAY_SECONDS:
+                raise SandboxFailure(
+                    f"your code stopped the sandbox {self.restarts} times, and running your cells again after "
+                    f"each took more than {REPLAY_SECONDS:g} s in all: nothing more is run"
+                )
             if self.sandbox.generation:
                 self.restarts += 1
             reply = self.sandbox.start()
             self.hello = {k: reply.get(k) for k in ("uid", "pid", "rlimits")}
+            began = time.monotonic()
             try:
                 for record in list(self.ran):
                     step = record.step
-                    self.sandbox.request(
-                        {"op": "run_cell", "source": _sandboxed(step)}, timeout=self.config.limit(step.grade_id)
-                    )
-                return
+                    limit = self.config.limit(step.grade_id)
+                    left = REPLAY_SECONDS - self.replayed - (time.monotonic() - began)
+                    try:
+                        self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)}, timeout=min(limit, left))
+                    except SandboxTimeout:
+                        if left >= limit:
+                            raise
+                        self.sandbox.kill()  # the budget ran out (not the cell): a half-replayed sandbox is no use
+                        self.replayed = REPLAY_SECONDS
+                        break
+                else:
+                    return
             except SandboxError as error:  # a cell that finished before did not this time
                 record.failure = record.failure or _why(error)
                 self.ran.remove(record)
+            finally:
+                self.replayed += time.monotonic() - began
 
     def run(self, contract: list[str]) -> None:
         """Every cell in notebook order: code in the sandbox, each test here right after its visible half."""
