@@ -477,7 +477,8 @@ pid = os.fork()
 if pid == 0:
     libc = ctypes.CDLL(None, use_errno=True)
     out = {}
-    for name, nr in (("io_uring_setup", 425), ("bpf", 321), ("perf_event_open", 298), ("keyctl", 250)):
+    calls = (("io_uring_setup", 425), ("bpf", 321), ("perf_event_open", 298), ("keyctl", 250), ("io_setup", 206))
+    for name, nr in calls:
         libc.syscall(nr, 0, 0, 0, 0, 0)
         out[name] = os.strerror(ctypes.get_errno())  # EFAULT/EINVAL: there; ENOSYS/EPERM: filtered
     if libc.unshare(0x10000000 | 0x00020000) == 0:  # CLONE_NEWUSER | CLONE_NEWNS
@@ -499,6 +500,11 @@ if pid == 0:
             pass
     out["proc_writable"] = writable
     out["inotify"] = libc.inotify_init1(0) >= 0 or os.strerror(ctypes.get_errno())
+    try:  # a pseudo-terminal: their number is a quota of the whole machine
+        os.close(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+        out["ptmx"] = "opened"
+    except OSError as error:
+        out["ptmx"] = error.strerror
     out["uid_map"] = open("/proc/self/uid_map").read().split()
     os.write(w, json.dumps(out).encode())
     os._exit(0)
@@ -1696,6 +1702,11 @@ def test_nothing_in_a_sandbox_runs_as_host_root_or_changes_the_host(graded):
     assert kernel["proc_writable"] == [], kernel["proc_writable"]
     # unsafe: inotify instances are a per-user quota (128) shared with the grader's user
     assert kernel["inotify"] == "Operation not permitted", kernel["inotify"]
+    # unsafe: Linux AIO contexts and pseudo-terminals are quotas of the whole machine, not of a user (a uid of the
+    # sandbox's own does not help): io_setup took 4,096 of the machine's 65,536 (fs.aio-max-nr) in one call, and
+    # /dev/ptmx opened; a daemon could hold them all while the submission is graded
+    assert kernel["io_setup"] == "Operation not permitted", kernel["io_setup"]
+    assert kernel["ptmx"] != "opened", kernel["ptmx"]
     uids = graded.sandbox_uids
     assert uids, "the watcher saw no sandbox"
     assert 0 not in uids, f"a sandbox process ran as host root: {sorted(uids)}"
