@@ -19,9 +19,8 @@ One pass over the plan of :mod:`word2bert_grader.notebook`, in notebook order, a
 
 A test that passed in the student's kernel and failed here, on the same values, is evidence of tampering (a
 kernel that lies); a value the grader could not read, a crash or a time limit of the grader's run, or a hidden
-part the kernel never ran, is not. Every
-string that comes back is made valid text, and every step, the feedback page and the graded notebook
-included, runs under one time limit for the whole submission.
+part the kernel never ran, is not. Every string that comes back is made valid text, and every step, the
+feedback page and the graded notebook included, runs under one time limit for the whole submission.
 """
 
 from __future__ import annotations
