@@ -477,7 +477,8 @@ pid = os.fork()
 if pid == 0:
     libc = ctypes.CDLL(None, use_errno=True)
     out = {}
-    for name, nr in (("io_uring_setup", 425), ("bpf", 321), ("perf_event_open", 298), ("keyctl", 250)):
+    calls = (("io_uring_setup", 425), ("bpf", 321), ("perf_event_open", 298), ("keyctl", 250), ("io_setup", 206))
+    for name, nr in calls:
         libc.syscall(nr, 0, 0, 0, 0, 0)
         out[name] = os.strerror(ctypes.get_errno())  # EFAULT/EINVAL: there; ENOSYS/EPERM: filtered
     if libc.unshare(0x10000000 | 0x00020000) == 0:  # CLONE_NEWUSER | CLONE_NEWNS
@@ -499,6 +500,11 @@ if pid == 0:
             pass
     out["proc_writable"] = writable
     out["inotify"] = libc.inotify_init1(0) >= 0 or os.strerror(ctypes.get_errno())
+    try:  # a pseudo-terminal: their number is a quota of the whole machine
+        os.close(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+        out["ptmx"] = "opened"
+    except OSError as error:
+        out["ptmx"] = error.strerror
     out["uid_map"] = open("/proc/self/uid_map").read().split()
     os.write(w, json.dumps(out).encode())
     os._exit(0)
@@ -631,6 +637,63 @@ for _ in range(4):
 SCRATCH_REDEFINITION = """
 def sgns_loss(center, context, negatives):  # a first try, kept for comparison
     return center.sum() * 0
+"""
+
+# 11. Found attacking the grader of issue 35. A correct answer that is slow once, in the grader's run of a visible test
+# (what a loaded machine does to honest work near the limit): a time limit, never evidence of tampering.
+SLOW_SECOND_CALL = """
+import time
+_calls = [0]
+def noise_distribution(counts, power=0.75):
+    _calls[0] += 1
+    if _calls[0] == 2:
+        time.sleep(25)  # a slow moment: the second call is the grader's run of the visible test
+    counts = counts.to(torch.float64)
+    weights = torch.where(counts > 0, counts.clamp(min=1e-300) ** power, torch.zeros_like(counts))
+    return weights / weights.sum()
+"""
+# Data built so that every dict key has one hash: a dict of n of them takes n^2 steps to build. In the reply to the
+# grader's request for the answers: 100,000 keys, each a tuple of two 64-bit ints (CPython's tuple hash inverted),
+# 5 MB, about 15 minutes of the grader's own time in every test (main's grader: 20,000 of them took 32 s), past
+# every limit but the whole submission's; and as an answer whose 170,000 pairs have centers of one hash (ints beyond
+# 64 bits: the hidden test's dict of contexts).
+HASH_FLOOD = r"""
+import gc
+M, P1, P2, P5 = 2**64, 11400714785074694791, 14029467366897019727, 2870177450012600261
+rotl = lambda x, r: ((x << r) | (x >> (64 - r))) % M
+after = rotl(pow(P1, -1, M) * ((12345 - (2 ^ (P5 ^ 3527539))) % M) % M, 64 - 31)  # the state before the last lane
+keys, a, inverse = [], 0, pow(P2, -1, M)
+while len(keys) < 100_000:  # (a, b) with hash((a, b)) == 12345: b is the lane that takes a's state there
+    a += 1
+    lane = (after - rotl((P5 + a * P2) % M, 31) * P1) % M * inverse % M
+    if lane < 2**61 - 1:  # an int whose hash is itself
+        keys.append([{"$tuple": [a, lane]}, 0])
+assert len({hash(tuple(k[0]["$tuple"])) for k in keys[:100]}) == 1
+_flood = {"$dict": keys}
+_runner = next(o for o in gc.get_objects() if type(o).__name__ == "Runner")
+_op_names = _runner.op_names
+def _flooding_names(header, tensors):
+    reply, out = _op_names(header, tensors)
+    reply["names"]["sgns_loss"] = _flood
+    return reply, out
+_runner.op_names = _flooding_names
+print("names replies flooded")
+"""
+COLLIDING_PAIRS = """
+def skipgram_pairs(tokens, window, rng):
+    if len(tokens) < 1000:
+        raise NotImplementedError()
+    return [(1 + k * (2**61 - 1), 0) for k in range(170_000)]  # centers that all hash to 1
+"""
+# Restarts that replay slow cells: every request for the answers kills the sandbox, and each restart replays two
+# minutes of the student's own cells (each under its limit), up to 8 times: past the whole submission's limit, whose
+# overtime is not kept (so every later run spent it again).
+SLOW_CELL = "import time\ntime.sleep(4.5)"
+KILL_ON_NAMES = r"""
+import gc, os
+_runner = next(o for o in gc.get_objects() if type(o).__name__ == "Runner")
+_runner.op_names = lambda header, tensors: os._exit(3)
+print("every request for the answers kills the sandbox")
 """
 
 STDERR_WARNING = r"""
@@ -778,6 +841,23 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
     scratch = submission("01-word2vec", answers["01-word2vec"])
     scratch.cells.append(nbformat.v4.new_code_cell(SCRATCH_REDEFINITION))
     write(root, "scratch", "01-word2vec", scratch)
+
+    # 11. against the grader of issue 35: a time limit reported as tampering, keys built to collide, slow replays
+    write(
+        root,
+        "slowcall",
+        "01-word2vec",
+        submission("01-word2vec", {**answers["01-word2vec"], "noise_distribution": SLOW_SECOND_CALL}),
+    )
+    write(root, "hashflood", "01-word2vec", submission("01-word2vec", answers["01-word2vec"], {"setup": [HASH_FLOOD]}))
+    write(
+        root,
+        "pairflood",
+        "01-word2vec",
+        submission("01-word2vec", {**answers["01-word2vec"], "skipgram_pairs": COLLIDING_PAIRS}),
+    )
+    replayer = submission("01-word2vec", answers["01-word2vec"], {"setup": [SLOW_CELL] * 24 + [KILL_ON_NAMES]})
+    write(root, "replayer", "01-word2vec", replayer)
 
     # 6. LMS downloads
     downloads.mkdir()
@@ -1307,6 +1387,10 @@ def test_the_run_finishes_and_every_submission_has_a_row(graded):
         "bad-?-name",
         "bomb",
         "scratch",
+        "slowcall",
+        "hashflood",
+        "pairflood",
+        "replayer",
     }
     # unsafe: an attack removes its own row (or a classmate's) from the grade sheet
     assert students <= {s for s, _ in graded.grades}, sorted(graded.grades)
@@ -1618,6 +1702,11 @@ def test_nothing_in_a_sandbox_runs_as_host_root_or_changes_the_host(graded):
     assert kernel["proc_writable"] == [], kernel["proc_writable"]
     # unsafe: inotify instances are a per-user quota (128) shared with the grader's user
     assert kernel["inotify"] == "Operation not permitted", kernel["inotify"]
+    # unsafe: Linux AIO contexts and pseudo-terminals are quotas of the whole machine, not of a user (a uid of the
+    # sandbox's own does not help): io_setup took 4,096 of the machine's 65,536 (fs.aio-max-nr) in one call, and
+    # /dev/ptmx opened; a daemon could hold them all while the submission is graded
+    assert kernel["io_setup"] == "Operation not permitted", kernel["io_setup"]
+    assert kernel["ptmx"] != "opened", kernel["ptmx"]
     uids = graded.sandbox_uids
     assert uids, "the watcher saw no sandbox"
     assert 0 not in uids, f"a sandbox process ran as host root: {sorted(uids)}"
@@ -1673,6 +1762,33 @@ def test_a_scratch_cell_that_redefines_an_answer_later_changes_no_earlier_test(g
     row = graded.grades[("scratch", "01-word2vec")]
     # unsafe: the tests saw the last definition (13/17) and the summary said "tampering suspected"
     assert float(row["score"]) == full("01-word2vec") and "tampering" not in row["reason"], row
+
+
+def test_a_time_limit_in_the_graders_run_is_no_evidence_of_tampering(graded):
+    row = graded.grades[("slowcall", "01-word2vec")]
+    # unsafe: a correct answer that passed the visible test in the kernel and ran past the limit in the grader's run of
+    # it (as honest work near the limit does on a loaded machine) was reported as "tampering suspected"
+    assert row["status"] == "graded" and "tampering" not in row["reason"], row
+    assert cell_scores(graded, "slowcall", "01-word2vec", "test_noise_distribution_visible") == 0, "the limit holds"
+
+
+def test_data_built_to_collide_costs_only_its_own_answers(graded):
+    honest = _seconds(graded, "honest-01", "01-word2vec")
+    for student, answer in (("hashflood", "test_sgns_loss"), ("pairflood", "test_skipgram_pairs")):
+        row = graded.grades[(student, "01-word2vec")]
+        # unsafe: building the reply's dict (or the test's dict of the answer's pairs) takes the grader hours; grading
+        # stops at the whole submission's limit (23 min of a worker), 0 points, and every later run spends it again
+        assert row["status"] == "graded", row
+        assert cell_scores(graded, student, "01-word2vec", answer) == 0
+        assert _seconds(graded, student, "01-word2vec") < 2 * honest + 60, (student, honest)
+
+
+def test_restarts_that_replay_slow_cells_are_bounded_and_kept(graded):
+    row = graded.grades[("replayer", "01-word2vec")]
+    # unsafe: 8 restarts, each replaying two minutes of cells, outlast the whole submission's limit: 0 points, and a
+    # result that is not kept, so every later run spends the whole limit (23 min of a worker) again
+    assert row["status"] == "graded" and "running your cells again" in row["reason"], row
+    assert _seconds(graded, "replayer", "01-word2vec") < 600  # a cached result (kept): the next run reuses it
 
 
 def test_a_forged_reply_cannot_blow_up_the_grader(graded):

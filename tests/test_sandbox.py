@@ -52,7 +52,7 @@ def test_wire_rebuilds_plain_values_exactly():
     g = torch.Generator().manual_seed(3)
     rng = random.Random(5)
     value = {
-        "ints": [1, -2, 10**30],
+        "ints": [1, -2, 2**63 - 1, -(2**63)],  # 64 bits, what a tensor holds
         "t": (torch.arange(6).view(2, 3), torch.tensor([True, False])),
         "f": [1.5, float("inf")],
         "s": "é",
@@ -83,6 +83,10 @@ def test_wire_rebuilds_plain_values_exactly():
         (b'{"v": {"$random": [3, [1, 2], null]}}', "bad random.Random state"),
         (b'{"v": {"$dict": [[{"$list": []}, 1]]}}', "dict key"),
         (b'{"v": ' + b'{"$list": [' * 80 + b"1" + b"]}" * 80 + b"}", "nested too deeply"),
+        # data built to be slow to read: a dict of n keys of one hash takes n^2 steps to build (and ints beyond 64 bits
+        # make keys of one hash as many as wanted)
+        (b'{"v": {"$list": [1, 10000000000000000000000000000000]}}', "64 bits"),
+        (json.dumps({"v": {"$dict": [[2.0 ** (61 * k), 0] for k in range(1, 11)]}}).encode(), "same hash"),
     ],
 )
 def test_wire_refuses_forged_messages(header, why):

@@ -18,9 +18,9 @@ One pass over the plan of :mod:`word2bert_grader.notebook`, in notebook order, a
   sandbox, and what crosses back is data.
 
 A test that passed in the student's kernel and failed here, on the same values, is evidence of tampering (a
-kernel that lies); a value the grader could not read, or a hidden part the kernel never ran, is not. Every
-string that comes back is made valid text, and every step, the feedback page and the graded notebook
-included, runs under one time limit for the whole submission.
+kernel that lies); a value the grader could not read, a crash or a time limit of the grader's run, or a hidden
+part the kernel never ran, is not. Every string that comes back is made valid text, and every step, the
+feedback page and the graded notebook included, runs under one time limit for the whole submission.
 """
 
 from __future__ import annotations
@@ -39,12 +39,16 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from word2bert_grader import feedback, notebook
-from word2bert_grader.proxy import SandboxFailure, Session, StudentError, UnreadableFailure
+from word2bert_grader.proxy import SandboxFailure, Session, StudentError
 from word2bert_grader.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout, printable
 
 MAX_OUTPUT_CHARS = 20_000  # per output of a cell, as nbgrader's LimitOutput
 MAX_STUDENT_CELLS = 200  # cells of the student's own beyond the answers: more are not run
 STUDENT_CELLS_SECONDS = 120.0  # the time all of them may take together
+# Replays after restarts, in all: each restart runs again every cell that finished before (each within its own
+# limit), so without a budget of their own 8 restarts of a notebook of slow cells outlast the whole submission's limit
+# (whose overtime is graded again on every run). Honest cells take seconds: this is many restarts' worth.
+REPLAY_SECONDS = 240.0
 MAX_NOTES = 20
 
 
@@ -81,7 +85,9 @@ class Record:
     message: str = ""  # why the test failed
     test_output: str = ""  # what a visible test printed
     wrote_stderr: bool = False
-    unreadable: bool = False  # the test failed because the grader could not read what the student's code gave
+    # the test failed on the sandbox, not on a value: it crashed or ran past the limit in the grader's run (a loaded
+    # machine can take a test that passed in the kernel past it), or gave what the grader cannot read
+    sandbox_failed: bool = False
 
 
 class _Overtime(BaseException):
@@ -119,11 +125,11 @@ def failed_result(student: str, assignment: str, source: bytes, reason: str, tra
 
 def backstop(source_cells: list[dict], settings: Settings) -> float:
     """Seconds the whole grading of a submission of this source may take: every source cell's limit twice, the
-    student's own cells' budget, start-ups, and the feedback (student cells cannot stretch it: their count and
-    time are capped, and so are the sizes of what the pages show)."""
+    student's own cells' budget, the replays' budget, start-ups, and the feedback (student cells cannot stretch it:
+    their count and time are capped, and so are replays and the sizes of what the pages show)."""
     plan = notebook.plan(source_cells, source_cells)
     cells = sum(settings.limit(s.grade_id) for s in plan.steps if s.kind in ("setup", "answer", "test"))
-    return 120 + 2 * STUDENT_CELLS_SECONDS + 2 * cells
+    return 120 + 2 * STUDENT_CELLS_SECONDS + REPLAY_SECONDS + 2 * cells
 
 
 def grade(student: str, assignment: str, submission: bytes, source: bytes, settings: dict) -> dict:
@@ -195,7 +201,8 @@ def _score(result: dict, records: list[Record], points: dict[str, float]) -> Non
         # Evidence of tampering: the kernel ran this whole test (it has no hidden part) on the values the grader
         # tested too (bound at the same place), passed it, and the same code failed here on an ordinary assertion
         # or error. A value the grader could not read, a crash or a time limit is reported as what it is.
-        if s.kind == "test" and r.sandbox_passed and r.passed is False and s.visible == s.source and not r.unreadable:
+        visible_only = s.visible == s.source
+        if s.kind == "test" and r.sandbox_passed and r.passed is False and visible_only and not r.sandbox_failed:
             result["tampering"].append(f"{s.grade_id} passed in your notebook's kernel but failed in the grader")
         truncated = sum("characters, cut" in o.get("text", "") for o in r.outputs)
         if truncated:
@@ -240,28 +247,45 @@ class _Grader:
         self.hello: dict = {}
         self.cells_run = 0  # requests to run a cell, so far (the names bound for a test are those after them)
         self.own_cells, self.own_seconds = 0, 0.0  # the student's own cells, bounded in number and time
+        self.replayed = 0.0  # seconds spent replaying cells after restarts (REPLAY_SECONDS at most)
 
     # --- pass 1: the sandbox ----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start (or restart) the sandbox and replay the cells that finished before."""
+        """Start (or restart) the sandbox and replay the cells that finished before (REPLAY_SECONDS in all)."""
         while True:
             if self.restarts > self.config.max_restarts:
                 raise SandboxFailure(f"your code stopped the sandbox {self.restarts} times: nothing more is run")
+            if self.replayed >= REPLAY_SECONDS:
+                raise SandboxFailure(
+                    f"your code stopped the sandbox {self.restarts} times, and running your cells again after "
+                    f"each took more than {REPLAY_SECONDS:g} s in all: nothing more is run"
+                )
             if self.sandbox.generation:
                 self.restarts += 1
             reply = self.sandbox.start()
             self.hello = {k: reply.get(k) for k in ("uid", "pid", "rlimits")}
+            began = time.monotonic()
             try:
                 for record in list(self.ran):
                     step = record.step
-                    self.sandbox.request(
-                        {"op": "run_cell", "source": _sandboxed(step)}, timeout=self.config.limit(step.grade_id)
-                    )
-                return
+                    limit = self.config.limit(step.grade_id)
+                    left = REPLAY_SECONDS - self.replayed - (time.monotonic() - began)
+                    try:
+                        self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)}, timeout=min(limit, left))
+                    except SandboxTimeout:
+                        if left >= limit:
+                            raise
+                        self.sandbox.kill()  # the budget ran out (not the cell): a half-replayed sandbox is no use
+                        self.replayed = REPLAY_SECONDS
+                        break
+                else:
+                    return
             except SandboxError as error:  # a cell that finished before did not this time
                 record.failure = record.failure or _why(error)
                 self.ran.remove(record)
+            finally:
+                self.replayed += time.monotonic() - began
 
     def run(self, contract: list[str]) -> None:
         """Every cell in notebook order: code in the sandbox, each test here right after its visible half."""
@@ -340,9 +364,8 @@ class _Grader:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 exec(code, namespace)
             record.passed = True
-        except SandboxFailure as error:
-            record.passed, record.message = False, str(error)
-            record.unreadable = isinstance(error, UnreadableFailure)
+        except SandboxFailure as error:  # a crash, a time limit or an unreadable value (UnreadableFailure)
+            record.passed, record.message, record.sandbox_failed = False, str(error), True
         except Exception as error:
             record.passed = False
             record.message = _failure_message(error, step)

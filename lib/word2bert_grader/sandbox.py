@@ -14,7 +14,9 @@ The student's code runs in ``runner.py`` under bubblewrap (Debian's ``bubblewrap
   host: not the course folder (solutions, gradebooks, submissions), not ``$HOME``, not the grader's
   code. ``/home/student`` (its working directory and home), ``/tmp`` and ``/dev/shm`` are empty size-capped tmpfs;
 - a seccomp filter: the system calls container escapes go through (mounts, namespaces, kernel
-  keys and modules, eBPF, io_uring, perf, userfaultfd, ptrace) fail with EPERM;
+  keys and modules, eBPF, io_uring, perf, userfaultfd, ptrace) fail with EPERM, and so do those that take from a
+  quota of the whole machine rather than of a user (Linux AIO contexts, ``fs.aio-max-nr``); pseudo-terminals,
+  another such quota (``kernel.pty.max``), cannot be opened;
 - limits: memory and processes by cgroup (v1 or v2, where this user may create one; otherwise a
   watchdog that samples the resident set and the process count), CPU time, file size and open files
   by hard rlimits that the runner sets on itself before any student code runs;
@@ -161,6 +163,9 @@ def bwrap_command(limits: Limits, staged: bool = False) -> list[str]:
         "/proc",
         "--dev",
         "/dev",
+        "--ro-bind",  # no pseudo-terminals: their number is a quota of the whole machine (kernel.pty.max)
+        "/dev/null",
+        "/dev/pts/ptmx",
     ]
     for name in PROC_READ_ONLY:  # only what this kernel has: a mount point must exist
         if os.path.exists(f"/proc/{name}"):
@@ -204,7 +209,8 @@ def launch_command(argv: list[str], cgroups: list[str], uid: int | None) -> list
 
 # System calls student code has no use for, that container escapes go through: kernel modules and keys, mounts
 # and namespaces, eBPF, io_uring, perf, userfaultfd, handles to other file systems' files, other processes'
-# memory; and inotify, whose instances are a per-user quota. Numbers per architecture: (x86_64, aarch64).
+# memory; inotify, whose instances are a per-user quota; and Linux AIO, whose contexts are a quota of the whole
+# machine (one sandbox could take all of fs.aio-max-nr). Numbers per architecture: (x86_64, aarch64).
 _SYSCALLS = {
     "ptrace": (101, 117),
     "pivot_root": (155, 41),
@@ -213,6 +219,7 @@ _SYSCALLS = {
     "reboot": (169, 142),
     "init_module": (175, 105),
     "delete_module": (176, 106),
+    "io_setup": (206, 0),
     "kexec_load": (246, 104),
     "add_key": (248, 217),
     "request_key": (249, 218),

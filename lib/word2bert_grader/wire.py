@@ -16,7 +16,8 @@ blob holding every tensor the header names. Values are encoded as JSON with tagg
 
 Nothing here unpickles, imports or executes anything it reads. :func:`decode` rebuilds plain values
 only and refuses anything else; the grader treats every frame from a sandbox as hostile input (its
-size is capped before it is read, its JSON nesting is bounded, safetensors checks its own header).
+size is capped before it is read, its JSON nesting is bounded, safetensors checks its own header, and
+nothing in it can be built to take time out of proportion to its size: see :func:`distinct_hashes`).
 This file runs on both sides: it is copied read-only into each sandbox, so it imports nothing of
 the grader.
 """
@@ -26,12 +27,15 @@ from __future__ import annotations
 import json
 import random
 import struct
+from collections import Counter
 
 import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
 MAX_DEPTH = 64
+INT_LIMIT = 2**63  # integers are those of a tensor, int64: Python's hash is the identity on them, nearly
+MAX_SHARED_HASH = 8  # distinct dict keys with one hash (honest data: 2 at most, -1 and -2 say)
 MAX_HEADER = 8 * 2**20  # JSON becomes Python objects many times its size: kept well under the tensors' cap
 # torch.nn modules whose forward the grader runs itself from their attributes and tensors (see proxy.py); every
 # other module, torch's own included, runs its forward in the sandbox
@@ -185,7 +189,9 @@ class Decoder:
         if depth > MAX_DEPTH:
             raise WireError("value nested too deeply")
         kind = type(value)
-        if value is None or kind in (bool, int, float, str):
+        if kind is int:
+            return _int(value)
+        if value is None or kind in (bool, float, str):
             return value
         if kind is dict and "$handle" in value and self.handle is not None:
             return self.handle(value)
@@ -196,15 +202,16 @@ class Decoder:
         if "$tuple" in value:
             return tuple(self.decode(v, depth + 1) for v in _items(value["$tuple"]))
         if "$dict" in value:
-            out = {}
+            pairs = []
             for pair in _items(value["$dict"]):
                 if type(pair) is not list or len(pair) != 2:
                     raise WireError("a dict entry is not a [key, value] pair")
                 key = self.decode(pair[0], depth + 1)
                 if not _hashable(key):
                     raise WireError(f"a dict key of type {type(key).__name__}")
-                out[key] = self.decode(pair[1], depth + 1)
-            return out
+                pairs.append((key, self.decode(pair[1], depth + 1)))
+            distinct_hashes([key for key, _ in pairs])
+            return dict(pairs)
         if "$tensor" in value:
             t = self.tensor(value["$tensor"])
             if self.grad and value.get("grad") is True and t.is_floating_point():
@@ -255,9 +262,16 @@ def _items(value) -> list:
 
 
 def _int(value) -> int:
-    if type(value) is not int:
-        raise WireError("expected an integer")
+    if type(value) is not int or not -INT_LIMIT <= value < INT_LIMIT:
+        raise WireError("expected an integer of 64 bits")
     return value
+
+
+def distinct_hashes(keys) -> None:
+    """Refuse keys built to share one hash (a dict of n of them takes n² steps to build: 250,000 tuple keys, an 8 MB
+    message, take hours). A hash is an int whose own hash it is, so counting them is linear."""
+    if keys and max(Counter(map(hash, keys)).values()) > MAX_SHARED_HASH:
+        raise WireError(f"more than {MAX_SHARED_HASH} dict keys with the same hash")
 
 
 def _hashable(key) -> bool:
