@@ -297,6 +297,21 @@ def test_modules_of_torch_the_grader_does_not_run_are_mirrored_and_run_in_the_sa
 
 
 @needs_bwrap
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device: the grader's tests may use one")
+def test_what_comes_back_is_on_the_device_of_the_tests_tensors(session):
+    f, Tagger = bind(session, "double_in_place", "Tagger").values()
+    x = torch.ones(3, device="cuda")
+    f(x, random.Random(0))
+    assert x.device.type == "cuda" and x.tolist() == [2.0, 2.0, 2.0], "a changed argument stays where it was"
+    tagger = Tagger().to("cuda")
+    logits, loss = tagger(torch.randn(5, 7, 4, device="cuda"), torch.arange(5, device="cuda"))
+    assert logits.device.type == "cuda" and loss.device.type == "cuda"  # unfair: CPU results beside CUDA tensors
+    loss.backward()
+    assert tagger.lstm.weight_ih_l0.grad.device.type == "cuda"
+
+
+@needs_bwrap
 def test_student_exceptions_keep_their_builtin_type(session):
     raises = bind(session, "raises")["raises"]
     with pytest.raises(ValueError, match="no: value"):

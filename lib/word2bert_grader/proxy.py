@@ -316,7 +316,9 @@ class _Call:
         decoder = wire.Decoder(tensors, session._proxy)
         session._current_decoder = decoder
         try:
-            self.result = decoder.decode(reply.get("result"))
+            # The sandbox computes on the CPU: what comes back goes where the test's tensors are (a GPU grader)
+            device = _device_of(self.args, self.kwargs, self.modules)
+            self.result = _map_tensors(decoder.decode(reply.get("result")), lambda t: t.to(device))
             _write_back(self.args, decoder.decode(reply.get("args")))
             _write_back(self.kwargs, decoder.decode(reply.get("kwargs")))
             session.refresh(reply.get("modules") or [], decoder)
@@ -364,7 +366,7 @@ class _Call:
             g = found.get(key)
             if isinstance(g, torch.Tensor) and (g.shape != t.shape or not g.is_floating_point()):
                 raise StudentError(f"your code's gradient has shape {tuple(g.shape)}, its input {tuple(t.shape)}")
-            out.append(g.to(t.dtype) if isinstance(g, torch.Tensor) else None)
+            out.append(g.to(t.device, t.dtype) if isinstance(g, torch.Tensor) else None)
         return out
 
     def __del__(self):
@@ -510,7 +512,7 @@ def _load_state(module: nn.Module, params, buffers, decoder) -> None:
             if p is None:
                 module.register_parameter(n, nn.Parameter(t, requires_grad=grad))
             elif p.shape != t.shape or p.dtype != t.dtype:
-                p.data = t
+                p.data = t.to(p.device)
             elif not torch.equal(p, t):
                 p.copy_(t)
             if p is not None and p.requires_grad != grad:
@@ -521,7 +523,7 @@ def _load_state(module: nn.Module, params, buffers, decoder) -> None:
                 raise wire.WireError("a buffer that is not a tensor")
             b = module._buffers.get(n)
             if b is None or b.shape != t.shape or b.dtype != t.dtype:
-                module.register_buffer(n, t)
+                module.register_buffer(n, t if b is None else t.to(b.device))
             elif not torch.equal(b, t):
                 b.copy_(t)
 
@@ -532,9 +534,9 @@ def _write_back(original, after) -> None:
         if isinstance(after, torch.Tensor) and (original.shape != after.shape or not torch.equal(original, after)):
             with torch.no_grad():
                 if original.shape == after.shape:
-                    original.copy_(after.to(original.dtype))
+                    original.copy_(after.to(original.device, original.dtype))
                 else:
-                    original.data = after.to(original.dtype)
+                    original.data = after.to(original.device, original.dtype)
     elif type(original) is list and type(after) is list:
         if len(original) == len(after):
             for i, (a, b) in enumerate(zip(original, after)):
@@ -559,6 +561,14 @@ def _write_back(original, after) -> None:
         original.setstate(after.getstate())
     elif type(original) is torch.Generator and type(after) is torch.Generator:
         original.set_state(after.get_state())
+
+
+def _device_of(args, kwargs, modules: dict) -> torch.device:
+    """The device of a call's tensors (its arguments', then its modules' parameters'), or the CPU."""
+    found = []
+    _map_tensors((args, kwargs), found.append)
+    found += [p for m in modules.values() for p in m._parameters.values() if p is not None]
+    return next((t.device for t in found if t.device.type != "cpu"), torch.device("cpu"))
 
 
 def _map_tensors(value, fn):
