@@ -3,9 +3,13 @@
 One class of submissions is graded once, two at a time (module fixture), each in its sandbox, then
 examined:
 - every solutions/ notebook gets full marks, the untouched release zero on every test cell;
-- the alternative correct implementations in tests/fixtures/grading/<assignment>/correct/ get full
-  marks, each known-wrong one in .../wrong/ loses points on its own function's test cells (a
-  submission carries one wrong implementation per function; the others are the solution's);
+- the first alternative correct implementation of each function in
+  tests/fixtures/grading/<assignment>/correct/ gets full marks (one submission holds one per function),
+  and the first known-wrong one in .../wrong/ loses points on its own function's test cells (one
+  submission holds one per function; the others are the solution's);
+- every other fixture is graded by the same harness and sandbox, in one notebook of variants per
+  assignment (helpers.grading.variants_notebooks): each fixture's answer, then copies of its own
+  function's test cells; correct ones get full marks on them, wrong ones lose points;
 - the fault cases (infinite loop, a cell that kills its process or segfaults, invalid JSON, deleted,
   edited and duplicated test cells, megabytes of output) are scored and reported, and never stop the
   batch; a bad cell costs only the tests of what it should have defined, checked per cell;
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import dataclasses
 import html
 import json
 import re
@@ -29,6 +34,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from helpers.grading import (
+    Variant,
     fixtures,
     full_before_hand_grading,
     grade_cells,
@@ -37,9 +43,13 @@ from helpers.grading import (
     solution_code,
     solution_nb,
     submission,
+    variants_notebooks,
     write,
 )
 from nbgrader.api import Gradebook
+
+from word2bert_grader import executors
+from word2bert_grader.pipeline import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "grading"
@@ -133,25 +143,31 @@ def graded(tmp_path_factory):
         correct, wrong = fixtures(a, "correct"), fixtures(a, "wrong")
         assert set(correct) == set(answers), f"{a}: every function needs correct fixtures"
         assert all(len(v) >= 2 for v in correct.values()), f"{a}: two correct implementations each"
-        for k in range(max(map(len, correct.values()))):
-            chosen = {f: files[k % len(files)].read_text(encoding="utf-8") for f, files in correct.items()}
-            write(root, f"correct-{k}", a, submission(a, chosen))
-            plan["full"].append((f"correct-{k}", a))
-        for k in range(max(map(len, wrong.values()))):
-            chosen = {f: files[k] for f, files in wrong.items() if k < len(files)}
-            code = {f: p.read_text(encoding="utf-8") for f, p in chosen.items()}
-            write(root, f"wrong-{k}", a, submission(a, {**answers, **code}))
-            plan["wrong"][(f"wrong-{k}", a)] = {f: p.name for f, p in chosen.items()}
+        write(
+            root,
+            "correct-0",
+            a,
+            submission(a, {f: files[0].read_text(encoding="utf-8") for f, files in correct.items()}),
+        )
+        plan["full"].append(("correct-0", a))
+        write(
+            root,
+            "wrong-0",
+            a,
+            submission(a, {**answers, **{f: files[0].read_text(encoding="utf-8") for f, files in wrong.items()}}),
+        )
+        plan["wrong"][("wrong-0", a)] = {f: files[0].name for f, files in wrong.items()}
     plan["faults"] = fault_submissions(root)
     run = subprocess.run(
         ["make", "-s", "autograde", f"COURSE={root}", "JOBS=2", f"ARGS=--feedback-for {' '.join(FEEDBACK_STUDENTS)}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=3000,  # beside the rest of the suite, the Dask load test included
+        timeout=3000,  # beside the rest of the suite
         check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr
+    plan["variants"] = grade_variants()
     with open(root / "grades.csv", encoding="utf-8") as stream:
         grades = {(r["student"], r["assignment"]): r for r in csv.DictReader(stream)}
     cells: dict[tuple[str, str], dict[str, float]] = {}
@@ -162,6 +178,23 @@ def graded(tmp_path_factory):
                     g.name: g.auto_score for g in sub.notebooks[0].grades if g.name not in grade_cells(a, written=True)
                 }
     return root, plan, grades, cells, run.stdout
+
+
+def grade_variants() -> list[tuple[Variant, dict]]:
+    """Every fixture past the first of its function, in one notebook of variants per assignment, graded by the
+    harness (each in a sandbox, two assignments at a time): (variant, its assignment's result) pairs."""
+    config = settings(ROOT)
+    heavy = set(config.cell_timeouts)  # the cells that train: a wrong fixture shows itself on the light ones
+    tasks, variants = [], {}
+    for a in ASSIGNMENTS:
+        files = [(p, True) for ps in fixtures(a, "correct").values() for p in ps[1:]]
+        files += [(p, False) for ps in fixtures(a, "wrong").values() for p in ps[1:]]
+        source, notebook, variants[a] = variants_notebooks(a, files, heavy)
+        limits = {f"{gid}__{v.name}": t for v in variants[a] for gid, t in config.cell_timeouts.items()}
+        config_a = dataclasses.replace(config, cell_timeouts={**config.cell_timeouts, **limits})
+        tasks.append(("variants", a, notebook, source, config_a.to_dict()))
+    results = {r["assignment"]: r for r in executors.local(tasks, 2)}
+    return [(v, results[a]) for a in ASSIGNMENTS for v in variants[a]]
 
 
 def test_every_submission_has_a_row(graded):
@@ -186,6 +219,22 @@ def test_untouched_release_scores_zero_on_every_test_cell(graded):
     for key in plan["zero"]:
         assert float(grades[key]["score"]) == 0
         assert cells[key] == dict.fromkeys(grade_cells(key[1]), 0.0), key
+
+
+def test_every_other_fixture_is_graded_in_a_notebook_of_variants(graded):
+    _, plan, _, _, _ = graded
+    assert plan["variants"], "there are fixtures past the first of their function"
+    problems = []
+    for variant, result in plan["variants"]:
+        assert not result["failed"], (result["assignment"], result["failed"])
+        assert variant.tests, f"{variant.name}: no test cell of its own"
+        points = {t: grade_cells(result["assignment"])[t.split("__", 1)[0]] for t in variant.tests}
+        got = sum(result["cells"][t] for t in variant.tests)
+        if variant.correct and got != sum(points.values()):
+            problems.append(f"correct {variant.name}: {got:g}/{sum(points.values()):g}")
+        elif not variant.correct and got >= sum(points.values()):
+            problems.append(f"wrong {variant.name} kept full marks")
+    assert not problems, problems + [r["notes"] for _, r in plan["variants"][:1]]
 
 
 def test_each_wrong_implementation_loses_points_on_its_own_tests(graded):
@@ -236,7 +285,6 @@ def test_fault_cases_are_scored_and_reported(graded):
 
 
 def test_cells_that_train_get_their_own_time_limit():
-    from word2bert_grader.pipeline import settings
 
     config = settings(ROOT)
     seen = set()
