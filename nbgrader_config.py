@@ -32,9 +32,14 @@ c.Execute.interrupt_on_timeout = True
 # (10-20 s of CPU time, 35-90 s on a 2-core machine under heavy load).
 # Exercise 2 trains the student's ScalarMix for the sense probe on ELMo's layers (about 4 s of CPU
 # time, 62 s on a 2-core machine under load 14).
-c.SandboxGrader.cell_timeouts = {"test_skipgram_training_purity": 240, "test_ClassificationHead_fine_tuning": 120,
-                                 "test_multi_head_causal_attention_checkpoint": 60, "test_gpt_writes_samples": 60,
-                                 "test_pretraining_run": 300, "test_ScalarMix_sense_probe": 240}
+c.SandboxGrader.cell_timeouts = {
+    "test_skipgram_training_purity": 240,
+    "test_ClassificationHead_fine_tuning": 120,
+    "test_multi_head_causal_attention_checkpoint": 60,
+    "test_gpt_writes_samples": 60,
+    "test_pretraining_run": 300,
+    "test_ScalarMix_sense_probe": 240,
+}
 # What one submission's sandbox may use (see word2bert_grader.sandbox.Limits).
 c.SandboxGrader.memory_mb = 2048
 c.SandboxGrader.cpus = 1  # a CPU quota where the cgroup's cpu controller can be used: no starving a classmate
@@ -46,3 +51,6 @@ c.SandboxGrader.scratch_mb = 256
 # tests compute on the student's results, and a result shaped to broadcast into gigabytes then fails its test
 # instead of taking the process, and its pool's other submissions, down. Honest work needs about 0.5 GB; 0 lifts it.
 c.SandboxGrader.grader_mb = 2048
+# Time budgets of a submission: its own cells beyond the answers together, and replays after its sandbox restarts.
+c.SandboxGrader.student_seconds = 120
+c.SandboxGrader.replay_seconds = 240

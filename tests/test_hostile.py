@@ -856,8 +856,6 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
         "01-word2vec",
         submission("01-word2vec", {**answers["01-word2vec"], "skipgram_pairs": COLLIDING_PAIRS}),
     )
-    replayer = submission("01-word2vec", answers["01-word2vec"], {"setup": [SLOW_CELL] * 24 + [KILL_ON_NAMES]})
-    write(root, "replayer", "01-word2vec", replayer)
 
     # 6. LMS downloads
     downloads.mkdir()
@@ -1236,9 +1234,17 @@ def graded(tmp_path_factory):
     side: dict = {}
     stall_root = course(base / "stall")
     write(stall_root, "stall", "03-gpt", submission("03-gpt", solution_code("03-gpt"), {"setup": [STALL]}))
+    # Replays bounded by their own budget, shrunk (with the student's own cells') so that the run stays short.
+    replay_root = course(base / "replay")
+    with open(replay_root / "nbgrader_config.py", "a", encoding="utf-8") as config:
+        config.write("\nc.SandboxGrader.student_seconds = 30\nc.SandboxGrader.replay_seconds = 40\n")
+    replayer = submission("01-word2vec", solution_code("01-word2vec"), {"setup": [SLOW_CELL] * 6 + [KILL_ON_NAMES]})
+    write(replay_root, "replayer", "01-word2vec", replayer)
 
     def side_runs():
         side["stall"] = make_autograde(stall_root, env, STALL_LIMIT, jobs=1)
+        side["replay"] = make_autograde(replay_root, env, 600, jobs=1)
+        side["replay"]["root"] = replay_root
 
     def gradebook_runs():
         try:
@@ -1390,7 +1396,6 @@ def test_the_run_finishes_and_every_submission_has_a_row(graded):
         "slowcall",
         "hashflood",
         "pairflood",
-        "replayer",
     }
     # unsafe: an attack removes its own row (or a classmate's) from the grade sheet
     assert students <= {s for s, _ in graded.grades}, sorted(graded.grades)
@@ -1729,8 +1734,8 @@ def test_text_no_file_can_hold_costs_only_its_own_answers(graded):
     assert bad["status"] == "failed" and "name is not text" in bad["reason"], bad
 
 
-def _seconds(graded, student: str, assignment: str) -> float:
-    for path in (graded.ctx.root / ".grading-cache").glob("*.json"):
+def _seconds(root: Path, student: str, assignment: str) -> float:
+    for path in (root / ".grading-cache").glob("*.json"):
         try:
             r = json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
@@ -1743,7 +1748,7 @@ def _seconds(graded, student: str, assignment: str) -> float:
 def test_work_after_the_tests_is_bounded(graded):
     row = graded.grades[("bomb", "03-gpt")]
     assert row["status"] == "graded" and float(row["score"]) == full("03-gpt"), row
-    bomb, honest = _seconds(graded, "bomb", "03-gpt"), _seconds(graded, "honest-03", "03-gpt")
+    bomb, honest = _seconds(graded.ctx.root, "bomb", "03-gpt"), _seconds(graded.ctx.root, "honest-03", "03-gpt")
     # unsafe: 4,000 link definitions take markdown-it 46 s, four nested-tag outputs take html5lib 100 s, after the
     # grader's time limit was switched off
     assert bomb < 2 * honest + 60, (bomb, honest)
@@ -1773,22 +1778,26 @@ def test_a_time_limit_in_the_graders_run_is_no_evidence_of_tampering(graded):
 
 
 def test_data_built_to_collide_costs_only_its_own_answers(graded):
-    honest = _seconds(graded, "honest-01", "01-word2vec")
+    honest = _seconds(graded.ctx.root, "honest-01", "01-word2vec")
     for student, answer in (("hashflood", "test_sgns_loss"), ("pairflood", "test_skipgram_pairs")):
         row = graded.grades[(student, "01-word2vec")]
         # unsafe: building the reply's dict (or the test's dict of the answer's pairs) takes the grader hours; grading
         # stops at the whole submission's limit (23 min of a worker), 0 points, and every later run spends it again
         assert row["status"] == "graded", row
         assert cell_scores(graded, student, "01-word2vec", answer) == 0
-        assert _seconds(graded, student, "01-word2vec") < 2 * honest + 60, (student, honest)
+        assert _seconds(graded.ctx.root, student, "01-word2vec") < 2 * honest + 60, (student, honest)
 
 
 def test_restarts_that_replay_slow_cells_are_bounded_and_kept(graded):
-    row = graded.grades[("replayer", "01-word2vec")]
-    # unsafe: 8 restarts, each replaying two minutes of cells, outlast the whole submission's limit: 0 points, and a
-    # result that is not kept, so every later run spends the whole limit (23 min of a worker) again
+    run = graded.side["replay"]
+    assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
+    root = run["root"]
+    row = _read_grades(root)[0][("replayer", "01-word2vec")]
+    # unsafe: 8 restarts, each replaying the student's slow cells, outlast the whole submission's limit: 0 points,
+    # and a result that is not kept, so every later run spends the whole limit (23 min of a worker) again. This
+    # course's budgets are shrunk (30 s of the student's own cells, 40 s of replays) to keep the run short.
     assert row["status"] == "graded" and "running your cells again" in row["reason"], row
-    assert _seconds(graded, "replayer", "01-word2vec") < 600  # a cached result (kept): the next run reuses it
+    assert _seconds(root, "replayer", "01-word2vec") < 200  # a cached result (kept): the next run reuses it
 
 
 def test_a_forged_reply_cannot_blow_up_the_grader(graded):

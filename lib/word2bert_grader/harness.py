@@ -44,11 +44,6 @@ from word2bert_grader.sandbox import Limits, Sandbox, SandboxError, SandboxTimeo
 
 MAX_OUTPUT_CHARS = 20_000  # per output of a cell, as nbgrader's LimitOutput
 MAX_STUDENT_CELLS = 200  # cells of the student's own beyond the answers: more are not run
-STUDENT_CELLS_SECONDS = 120.0  # the time all of them may take together
-# Replays after restarts, in all: each restart runs again every cell that finished before (each within its own
-# limit), so without a budget of their own 8 restarts of a notebook of slow cells outlast the whole submission's limit
-# (whose overtime is graded again on every run). Honest cells take seconds: this is many restarts' worth.
-REPLAY_SECONDS = 240.0
 MAX_NOTES = 20
 
 
@@ -60,6 +55,11 @@ class Settings:
     unsafe: bool = False  # no bubblewrap (--unsafe-no-sandbox)
     max_restarts: int = 8
     feedback: bool = True
+    student_seconds: float = 120.0  # the time the student's own cells beyond the answers may take together
+    # Replays after restarts, in all: each restart runs again every cell that finished before (each within its own
+    # limit), so without a budget of their own 8 restarts of a notebook of slow cells outlast the whole submission's
+    # limit (whose overtime is graded again on every run). Honest cells take seconds: this is many restarts' worth.
+    replay_seconds: float = 240.0
 
     def limit(self, grade_id) -> float:
         return float(self.cell_timeouts.get(grade_id, self.timeout))
@@ -129,7 +129,7 @@ def backstop(source_cells: list[dict], settings: Settings) -> float:
     their count and time are capped, and so are replays and the sizes of what the pages show)."""
     plan = notebook.plan(source_cells, source_cells)
     cells = sum(settings.limit(s.grade_id) for s in plan.steps if s.kind in ("setup", "answer", "test"))
-    return 120 + 2 * STUDENT_CELLS_SECONDS + REPLAY_SECONDS + 2 * cells
+    return 120 + 2 * settings.student_seconds + settings.replay_seconds + 2 * cells
 
 
 def grade(student: str, assignment: str, submission: bytes, source: bytes, settings: dict) -> dict:
@@ -247,19 +247,19 @@ class _Grader:
         self.hello: dict = {}
         self.cells_run = 0  # requests to run a cell, so far (the names bound for a test are those after them)
         self.own_cells, self.own_seconds = 0, 0.0  # the student's own cells, bounded in number and time
-        self.replayed = 0.0  # seconds spent replaying cells after restarts (REPLAY_SECONDS at most)
+        self.replayed = 0.0  # seconds spent replaying cells after restarts (Settings.replay_seconds at most)
 
     # --- pass 1: the sandbox ----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start (or restart) the sandbox and replay the cells that finished before (REPLAY_SECONDS in all)."""
+        """Start (or restart) the sandbox and replay the cells that finished before (Settings.replay_seconds in all)."""
         while True:
             if self.restarts > self.config.max_restarts:
                 raise SandboxFailure(f"your code stopped the sandbox {self.restarts} times: nothing more is run")
-            if self.replayed >= REPLAY_SECONDS:
+            if self.replayed >= self.config.replay_seconds:
                 raise SandboxFailure(
                     f"your code stopped the sandbox {self.restarts} times, and running your cells again after "
-                    f"each took more than {REPLAY_SECONDS:g} s in all: nothing more is run"
+                    f"each took more than {self.config.replay_seconds:g} s in all: nothing more is run"
                 )
             if self.sandbox.generation:
                 self.restarts += 1
@@ -270,14 +270,14 @@ class _Grader:
                 for record in list(self.ran):
                     step = record.step
                     limit = self.config.limit(step.grade_id)
-                    left = REPLAY_SECONDS - self.replayed - (time.monotonic() - began)
+                    left = self.config.replay_seconds - self.replayed - (time.monotonic() - began)
                     try:
                         self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)}, timeout=min(limit, left))
                     except SandboxTimeout:
                         if left >= limit:
                             raise
                         self.sandbox.kill()  # the budget ran out (not the cell): a half-replayed sandbox is no use
-                        self.replayed = REPLAY_SECONDS
+                        self.replayed = self.config.replay_seconds
                         break
                 else:
                     return
@@ -313,11 +313,11 @@ class _Grader:
         limit = self.config.limit(step.grade_id)
         if step.kind == "student":  # scratch work: bounded in number and in total time
             self.own_cells += 1
-            limit = min(limit, STUDENT_CELLS_SECONDS - self.own_seconds)
+            limit = min(limit, self.config.student_seconds - self.own_seconds)
             if self.own_cells > MAX_STUDENT_CELLS or limit <= 0:
                 record.failure = (
                     f"was not run: your own cells beyond the answers are limited to "
-                    f"{MAX_STUDENT_CELLS} and {STUDENT_CELLS_SECONDS:g} s in all"
+                    f"{MAX_STUDENT_CELLS} and {self.config.student_seconds:g} s in all"
                 )
                 return
         try:

@@ -62,10 +62,12 @@ def settings(root: Path, timeout: float | None = None) -> Settings:
     config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
     ours = config.get("SandboxGrader", {})
     limits = Limits(**{k: int(v) for k, v in ours.items() if k in Limits.__dataclass_fields__})
+    budgets = {k: float(ours[k]) for k in ("student_seconds", "replay_seconds") if k in ours}
     return Settings(
         timeout=float(timeout or config.Execute.get("timeout", 30)),
         cell_timeouts={k: float(v) for k, v in ours.get("cell_timeouts", {}).items()},
         limits=limits,
+        **budgets,
     )
 
 
