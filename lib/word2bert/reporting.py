@@ -20,7 +20,9 @@ def cosine_table(model: Embedder, word: str, sentences: Sequence[str], senses: S
 
     With ``senses`` (a label per sentence) each row says whether its pair shares a sense, and a line under the
     table says in which layers the cosine follows the senses: every same-sense pair closer than every pair of
-    different senses. A few sentences are a few draws, so that line is an observation, not a score."""
+    different senses. Layer 0 never counts: it has read no context, and where it differs between sentences (a
+    transformer's, which adds the word's position) it can order the pairs by position alone; the line says so when it
+    does. A few sentences are a few draws, so that line is an observation, not a score."""
     labelled = senses is not None
     if labelled and (len(senses) != len(sentences) or len(set(senses)) not in range(2, len(senses))):
         raise ValueError("senses: a label per sentence, with a pair that shares a sense and a pair that does not")
@@ -38,10 +40,10 @@ def cosine_table(model: Embedder, word: str, sentences: Sequence[str], senses: S
         return "\n".join(lines)
     by_pair = torch.stack([cosines[:, i, j] for i, j in pairs], dim=1)  # [layer, pair]
     same = torch.tensor(same)
-    follows = [k for k in layers if by_pair[k, same].min() > by_pair[k, ~same].max()]
-    others = [k for k in layers if k not in follows]
-    if not others:
-        reading = "in every layer, each same-sense pair is closer than each pair of different senses."
+    ordered = [k for k in layers if by_pair[k, same].min() > by_pair[k, ~same].max()]
+    follows, others = [k for k in ordered if k > 0], [k for k in layers if k > 0 and k not in ordered]
+    if follows and not others:
+        reading = "in every layer above layer 0, each same-sense pair is closer than each pair of different senses."
     elif not follows:
         reading = "in no layer is each same-sense pair closer than each pair of different senses."
     else:
@@ -49,6 +51,8 @@ def cosine_table(model: Embedder, word: str, sentences: Sequence[str], senses: S
             f"each same-sense pair is closer than each pair of different senses in {_layers(follows)}, "
             f"not in {_layers(others)}."
         )
+    if 0 in ordered:
+        reading += " (Layer 0 orders them too, but it has read no context, only where the word stands: not counted.)"
     return "\n".join(lines) + f"\n\n*{word}*: {reading}"
 
 
