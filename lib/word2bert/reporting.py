@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from .data import SenseOccurrence
 from .embedding import Embedder, word_vectors
-from .probes import embed_occurrences
+from .probes import ProbeResult, embed_occurrences
 
 
 def cosine_table(model: Embedder, word: str, sentences: Sequence[str], senses: Sequence[str] | None = None) -> str:
@@ -61,6 +61,18 @@ def _layers(ks: Sequence[int]) -> str:
     if len(ks) == 1:
         return f"layer {ks[0]}"
     return "layers " + ", ".join(map(str, ks[:-1])) + f" and {ks[-1]}"
+
+
+def per_layer_table(results: dict[tuple[str, str], ProbeResult]) -> str:
+    """A Markdown table of per-layer scores, a row per ``(model, test)``: mean ± std over a probe's seeds (the mean
+    alone where it has one score per layer, as leave-one-out has), "—" where a model has fewer layers."""
+    depth = max(len(r.mean) for r in results.values())
+    lines = ["| model | test | " + " | ".join(f"layer {i}" for i in range(depth)) + " |", "|---|---|" + "---|" * depth]
+    for (model, test), r in results.items():
+        spread = r.scores.shape[0] > 1
+        cells = [f"{m:.3f} ± {s:.3f}" if spread else f"{m:.3f}" for m, s in zip(r.mean, r.std)]
+        lines.append(f"| {model} | {test} | " + " | ".join(cells + ["—"] * (depth - len(cells))) + " |")
+    return "\n".join(lines)
 
 
 def plot_senses(model: Embedder, occurrences: Sequence[SenseOccurrence], words: Sequence[str], layer: int, axes):
