@@ -108,6 +108,9 @@ def test_embed_sentence_and_embed_batch_are_hugging_faces_states_averaged_per_wo
     others = [tokenize(s) for s in ("your mouse likes cheese", "i want to buy an apple watch")]
     for one, many in zip([words, *others], ours.embed_batch([words, *others])):
         torch.testing.assert_close(many, ours.embed_sentence(one), atol=1e-5, rtol=1e-5)
+    text = "Buy a new Mouse for your computer!"
+    torch.testing.assert_close(ours.embed_sentence(text), ours.embed_sentence(text.split()), atol=0, rtol=0)
+    assert ours.embed_batch([text])[0].shape == (7, 7, 384), "a string is its words, not its characters"
 
 
 def test_an_unknown_name_and_a_missing_package_say_what_to_do(monkeypatch):

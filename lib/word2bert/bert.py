@@ -154,12 +154,14 @@ class Bert(nn.Module):
         return states
 
     @torch.no_grad()
-    def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+    def embed_batch(self, sentences: Sequence[Sequence[str] | str]) -> list[torch.Tensor]:
         """One [num_hidden_layers + 1, len(sentence), hidden_size] tensor per sentence: each word's WordPiece
         pieces averaged per layer, [CLS] and [SEP] dropped. Every vector sees the whole sentence, left and right
-        (and no padding: the batch is right-padded and padding is masked)."""
+        (and no padding: the batch is right-padded and padding is masked). A sentence is its list of words
+        (``["your", "mouse", "likes", "cheese"]``); a string is split at white space into its words first."""
         if self.tokenizer is None:
             raise ValueError("this BERT has no tokenizer: build it with Bert(config, tokenizer)")
+        sentences = [s.split() if isinstance(s, str) else s for s in sentences]
         encodings = [self.tokenizer.encode_words(s) for s in sentences]
         batch = {k: v.to(self.pooler.weight.device) for k, v in self.tokenizer.batch(encodings).items()}
         self.eval()
@@ -169,8 +171,8 @@ class Bert(nn.Module):
             for b, (e, s) in enumerate(zip(encodings, sentences))
         ]
 
-    def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
-        """The course's interface: [num_hidden_layers + 1, len(tokens), hidden_size]."""
+    def embed_sentence(self, tokens: list[str] | str) -> torch.Tensor:
+        """The course's interface: [num_hidden_layers + 1, len(tokens), hidden_size] (``embed_batch`` of one)."""
         return self.embed_batch([tokens])[0]
 
 
