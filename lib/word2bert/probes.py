@@ -7,7 +7,9 @@
   Its control task (Hewitt and Liang 2019) gives every word type a random tag instead; the gap between the two
   accuracies, the probe's selectivity, says how much of its score the layer's vectors, not the probe, earn.
 
-Both are scored on held-out templates and repeated over seeds: ``mean ± std``.
+Both are scored on held-out templates and repeated over seeds: ``mean ± std``. On real English the sense probe's
+centroids come from random halves of each sense's sentences (``english_sense_probe``), or, for a few sentences, from
+all the others in turn (``leave_one_out_sense_probe``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the book's pages show: a word's vectors across sentences (a cosine table per layer, and occurrences of
-many sentences projected to 2-D by sense), and chapter 5's fine-tuning runs (a table of mean ± std, and a learning
-curve)."""
+many sentences projected to 2-D by sense), probes' scores per layer in one table, and chapter 5's fine-tuning runs (a
+table of mean ± std, and a learning curve)."""
 
 from __future__ import annotations
 
