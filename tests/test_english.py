@@ -353,3 +353,15 @@ def test_plot_senses_draws_one_colour_per_sense():
     assert [len(ax.collections) for ax in axes] == [2, 2]
     assert [t.get_text() for t in axes[0].get_legend().get_texts()] == ["x", "y"]
     plt.close("all")
+
+
+def test_the_per_layer_table_has_a_row_per_model_and_test_and_marks_missing_layers():
+    from word2bert.probes import ProbeResult
+    from word2bert.reporting import per_layer_table
+
+    halves = ProbeResult("h", torch.tensor([[0.5, 0.7], [0.5, 0.9]]))
+    once = ProbeResult("o", torch.tensor([[0.5, 0.75, 1.0]]))
+    lines = per_layer_table({("a", "plain"): halves, ("b", "plain"): once}).splitlines()
+    assert lines[0] == "| model | test | layer 0 | layer 1 | layer 2 |"
+    assert lines[2] == "| a | plain | 0.500 ± 0.000 | 0.800 ± 0.100 | — |", "mean ± std over seeds; a layer it lacks"
+    assert lines[3] == "| b | plain | 0.500 | 0.750 | 1.000 |", "one score per layer: no spread to show"
