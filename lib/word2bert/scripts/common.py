@@ -81,8 +81,8 @@ def save_card(
     ``data``, ``configuration`` and ``metrics`` are bullets; the configuration opens with the model's ``config``,
     its parameters and the checkpoint's size. ``probes`` maps a probe's label to its per-layer ``mean`` and
     ``std``, listed after the metrics; ``notes`` are paragraphs after them. A ``## Changes`` section that ends the
-    card already there (the checkpoint's history, written by hand) is kept at the end. The command is ``python -m script``
-    with ``argv``, or ``torchrun`` on ``world_size`` processes.
+    card already there (the checkpoint's history, written by hand) is kept at the end. The command is
+    ``python -m script`` with ``argv``, or ``torchrun`` on ``world_size`` processes.
     """
     checkpoint = Path(checkpoint)
     launcher = f"torchrun --nproc_per_node {world_size}" if world_size > 1 else "python"
