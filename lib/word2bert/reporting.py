@@ -36,13 +36,14 @@ BOOK_STYLE = {
 
 
 def glue(name: str, value: Any) -> None:
-    """Make ``value`` available to the page's prose as ``{glue:text}`name``` (myst-nb), so that a number in the text
-    is the one this build computed. Outside the book's build, where myst-nb may be missing, nothing is shown."""
+    """Make ``value`` available to the page's prose as ``{glue:text}`name``` or ``{glue:text}`name:.3f``` (myst-nb),
+    so that a number in the text is the one this build computed. A tensor or NumPy number is glued as a Python one,
+    which the format spec can read. Outside the book's build, where myst-nb may be missing, nothing is shown."""
     try:
         from myst_nb import glue as myst_glue
     except ImportError:
         return
-    myst_glue(name, value, display=False)
+    myst_glue(name, value.item() if hasattr(value, "item") else value, display=False)
 
 
 def model_card(checkpoint: str | Path) -> str:
