@@ -1,10 +1,14 @@
 """What the book's pages show: a word's vectors across sentences (a cosine table per layer, and occurrences of
 many sentences projected to 2-D by sense), probes' scores per layer in one table, and chapter 5's fine-tuning runs (a
-table of mean ± std, and a learning curve)."""
+table of mean ± std, and a learning curve). Also the pieces every page shares: the figures' style, numbers glued into
+the prose, a model card shown inside a page."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -12,6 +16,43 @@ import torch.nn.functional as F
 from .data import SenseOccurrence
 from .embedding import Embedder, word_vectors
 from .probes import ProbeResult, embed_occurrences
+
+# The book's figures, for ``plt.style.use(BOOK_STYLE)``. The text column is about 700 px wide and a figure is shown
+# at its natural size up to that width: at 7 inches and 100 dpi a figure is never scaled down, and its smallest
+# label, 10 points, is 14 px high. A wider figure shrinks with its labels (15 inches: to 6 px), so pages keep to
+# 7 inches and lay several panels out in rows.
+BOOK_STYLE = {
+    "figure.figsize": (7.0, 4.0),
+    "figure.dpi": 100,
+    "figure.constrained_layout.use": True,
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+    "figure.titlesize": 12,
+}
+
+
+def glue(name: str, value: Any) -> None:
+    """Make ``value`` available to the page's prose as ``{glue:text}`name``` or ``{glue:text}`name:.3f``` (myst-nb),
+    so that a number in the text is the one this build computed. A tensor or NumPy number is glued as a Python one,
+    which the format spec can read. Outside the book's build, where myst-nb may be missing, nothing is shown."""
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return
+    myst_glue(name, value.item() if hasattr(value, "item") else value, display=False)
+
+
+def model_card(checkpoint: str | Path) -> str:
+    """The model card next to ``checkpoint`` (``NAME.md``) as Markdown to show inside a page: without its title, and
+    with its sections as bold lines, so that they neither enter the page's table of contents nor end a folded
+    output."""
+    card = Path(checkpoint).with_suffix(".md").read_text(encoding="utf-8")
+    card = re.sub(r"\A# .*\n+", "", card)
+    return re.sub(r"^#+ (.*)$", r"**\1**", card, flags=re.M)
 
 
 def cosine_table(model: Embedder, word: str, sentences: Sequence[str], senses: Sequence[str] | None = None) -> str:
