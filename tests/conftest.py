@@ -3,9 +3,12 @@ Chromium. What tests share besides fixtures is in `tests/helpers`."""
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -115,3 +118,22 @@ def pytest_collection_modifyitems(config, items):
         return next((k for k, p in enumerate(LONGEST_FIRST) if item.nodeid.startswith(p)), len(LONGEST_FIRST))
 
     items.sort(key=rank)  # stable: within a rank, the collection's order
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (graders, kernels, sandboxes), user and system."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With W2B_CPU_LOG=file, append each test's wall and CPU seconds (set-up and tear-down included) as a JSON line:
+    CPU time does not grow when the machine is shared, so it tells what a test costs on a quiet one."""
+    log = os.environ.get("W2B_CPU_LOG")
+    wall, cpu = time.monotonic(), _cpu_seconds()
+    yield
+    if log:
+        record = {"test": item.nodeid, "wall": time.monotonic() - wall, "cpu": _cpu_seconds() - cpu}
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(json.dumps(record) + "\n")

@@ -184,6 +184,7 @@ def test_missing_wordnet_gives_a_clear_error(tmp_path):
         WordNet(tmp_path)
 
 
+@pytest.mark.slow
 @needs_wordnet
 def test_wordnet_has_glosses_and_sense_grouped_examples():
     wn = WordNet()

@@ -157,6 +157,7 @@ def test_results_table_and_learning_curve_plot():
     assert [list(line.get_ydata()) for line in ax.get_lines()] == [curve["BERT"], curve["baseline"]]
 
 
+@pytest.mark.slow
 def test_a_new_task_is_one_object(encoder):
     """Fine-tuning never asks which task it runs: a task defined here (is there a "not" in the review?) goes
     through examples, encoding, training, prediction, scoring, errors and the baseline with no other change."""

@@ -22,6 +22,7 @@ def committed() -> dict:
     return json.loads(fm.RESULTS.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 @needs_minilm
 def test_main_fine_tunes_each_model_on_the_same_examples_as_finetune_does(tmp_path):
     out = tmp_path / "results.json"

@@ -80,6 +80,7 @@ def test_same_pieces_as_hugging_faces_tokenizer(ours, hf):
         assert (got.input_ids, got.word_ids) == (ref["input_ids"], ref.word_ids()), text
 
 
+@pytest.mark.slow
 def test_same_hidden_states_as_hugging_face_in_every_layer(ours, hf):
     """A padded batch of real sentences: every layer, every real token, to 1e-5."""
     model, tokenizer = hf

@@ -194,6 +194,7 @@ def _card_numbers(card: str, label: str) -> list[float]:
     return [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*", line.split(":", 1)[1])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["glove-6b-50d", "word2vec-english"])
 def test_the_cards_scores_are_the_vectors_scores(name, glove):
     wv = glove if name == "glove-6b-50d" else pretrained(name)
@@ -218,6 +219,7 @@ def test_the_glove_card_states_the_package_its_size_and_licence(glove):
     assert f"{len(glove):,} words" in card and f"{glove.vector_size} dimensions" in card
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not wordnet_available(), reason="the course's English needs Debian's wordnet-base at least")
 def test_the_training_script_writes_the_vectors_and_a_card_that_describes_them(tmp_path):
     out = tmp_path / "w2v.safetensors"
