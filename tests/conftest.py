@@ -3,8 +3,10 @@ Chromium. What tests share besides fixtures is in `tests/helpers`."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -13,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression
 from filelock import FileLock
 from helpers import BOOK_DIR, ROOT
 from helpers.browser import start_chromium
@@ -137,3 +140,24 @@ def pytest_runtest_protocol(item, nextitem):
         record = {"test": item.nodeid, "wall": time.monotonic() - wall, "cpu": _cpu_seconds() - cpu}
         with open(log, "a", encoding="utf-8") as out:
             out.write(json.dumps(record) + "\n")
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m`` (make test-fast: ``not slow and not book``), a module whose own ``pytestmark`` line already rules
+    out all its tests is not imported: every xdist worker imports every module it collects, and the graders' and the
+    browser's modules bring nbgrader, Dask and Selenium, seconds of CPU per worker for tests that are deselected."""
+    expression = config.getoption("markexpr", "")
+    if not expression or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    line = re.search(r"^pytestmark = (.*)$", collection_path.read_text(encoding="utf-8"), flags=re.M)
+    marks = set(re.findall(r"pytest\.mark\.(\w+)", line.group(1))) if line else set()
+    if not marks:
+        return None
+    others = sorted(set(re.findall(r"\b\w+\b", expression)) - {"and", "or", "not"} - marks)
+    compiled = Expression.compile(expression)
+    # Ignored only if no test of the module can match, whatever other marks it carries.
+    for values in itertools.product((False, True), repeat=len(others)):
+        extra = {name for name, value in zip(others, values, strict=True) if value}
+        if compiled.evaluate(lambda name, extra=extra: name in marks or name in extra):
+            return None
+    return True

@@ -5,9 +5,6 @@ import re
 import pytest
 import torch
 from helpers import perturbed
-from transformers import BertConfig as HFBertConfig
-from transformers import BertForPreTraining as HFBertForPreTraining
-from transformers import BertModel as HFBertModel
 
 from word2bert import bert
 from word2bert.bert import Bert, BertConfig, BertForPreTraining, count_parameters, from_hf
@@ -19,6 +16,8 @@ TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 
 def tiny_hf_config():
+    from transformers import BertConfig as HFBertConfig
+
     return HFBertConfig(
         vocab_size=120,
         hidden_size=64,
@@ -32,6 +31,8 @@ def tiny_hf_config():
 
 @pytest.fixture(scope="module")
 def hf():
+    from transformers import BertForPreTraining as HFBertForPreTraining
+
     torch.manual_seed(0)
     return perturbed(HFBertForPreTraining(tiny_hf_config()))
 
@@ -94,6 +95,10 @@ def test_from_hf_bert_model_and_padding_leaves_real_tokens_unchanged(hf):
 
 @pytest.mark.parametrize("size,paper", [("base", 110e6), ("large", 340e6)])
 def test_parameter_counts_equal_hf_and_the_paper_roughly(size, paper):
+    from transformers import BertConfig as HFBertConfig
+    from transformers import BertForPreTraining as HFBertForPreTraining
+    from transformers import BertModel as HFBertModel
+
     config = getattr(BertConfig, size)()
     hf_config = HFBertConfig(
         hidden_size=config.hidden_size,

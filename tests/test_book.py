@@ -7,15 +7,17 @@ import json
 import re
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-import nbformat
 import pytest
 import yaml
 from bs4 import BeautifulSoup
 from helpers import BOOK_DIR, ROOT
 from helpers.book import MARKERS, toc_files
-from jupyter_cache import get_cache
+
+if TYPE_CHECKING:  # nbformat (with jsonschema's grammars) imported where used: every test worker collects this module
+    import nbformat
 
 PAGE_SUFFIXES = (".md", ".ipynb")
 # Folders whose pages the book shows; every page under them must be in _toc.yml.
@@ -251,6 +253,9 @@ def executed_notebook(built_book: Path, page: Path) -> nbformat.NotebookNode | N
 
     myst-nb writes it to `_build/jupyter_execute`, but one taken from the jupyter-cache is written there
     without its outputs; its outputs are then the cache's (`execute.cache` in _config.yml)."""
+    import nbformat
+    from jupyter_cache import get_cache
+
     path = built_book.parent / "jupyter_execute" / page.relative_to(built_book).with_suffix(".ipynb")
     if not path.exists():
         return None
@@ -378,6 +383,8 @@ def png_width(data: str) -> int:
 
 
 def test_every_plotting_page_uses_the_book_style_and_no_small_font():
+    import nbformat
+
     unstyled, small = [], []
     for path in book_notebooks():
         code = "\n".join("".join(c["source"]) for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
@@ -391,6 +398,8 @@ def test_every_plotting_page_uses_the_book_style_and_no_small_font():
 @pytest.mark.book
 def test_every_figure_fits_the_text_column(built_book):
     """A figure wider than the column is shrunk with its labels (a 15-inch figure's 10-point labels to 6 px)."""
+    import nbformat
+
     wide = []
     for path in book_notebooks():
         page = built_book / path.relative_to(BOOK_DIR).with_suffix(".html")
@@ -404,6 +413,8 @@ def test_every_figure_fits_the_text_column(built_book):
 
 def test_every_section_ends_with_questions_to_check_yourself():
     """A reader on their own checks each page with two or three short questions whose answers are folded."""
+    import nbformat
+
     missing = []
     for path in book_notebooks():
         if path.stem in ("intro",):

@@ -9,7 +9,6 @@ import torch.nn.functional as F
 from helpers import perturbed
 from safetensors import safe_open
 from safetensors.torch import save_file
-from transformers import GPT2Config, GPT2LMHeadModel
 
 from word2bert import gpt, metrics
 from word2bert.bpe import BPETokenizer
@@ -22,6 +21,8 @@ TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 @pytest.fixture(scope="module")
 def hf():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
     torch.manual_seed(0)
     config = GPT2Config(
         vocab_size=257,

@@ -9,10 +9,13 @@ import importlib.util
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
-from gensim.models import KeyedVectors as GensimKeyedVectors
+
+if TYPE_CHECKING:  # imported where used: every test worker collects this module
+    from gensim.models import KeyedVectors as GensimKeyedVectors
 
 from word2bert import evaluation, vectors
 from word2bert.data import standard_sets, wordnet_available
@@ -32,12 +35,16 @@ def glove() -> KeyedVectors:
 
 @pytest.fixture(scope="module")
 def gensim_glove(glove) -> GensimKeyedVectors:
+    from gensim.models import KeyedVectors as GensimKeyedVectors
+
     kv = GensimKeyedVectors(glove.vector_size)
     kv.add_vectors(glove.index_to_key, glove.vectors.numpy())
     return kv
 
 
 def as_gensim(wv: KeyedVectors) -> GensimKeyedVectors:
+    from gensim.models import KeyedVectors as GensimKeyedVectors
+
     kv = GensimKeyedVectors(wv.vector_size)
     kv.add_vectors(wv.index_to_key, wv.vectors.numpy())
     return kv

@@ -5,7 +5,6 @@ import textwrap
 
 import pytest
 from tokenizers import BertWordPieceTokenizer
-from transformers import BertTokenizerFast
 
 from word2bert.wordpiece import SPECIAL_TOKENS, UNK, WordPieceTokenizer, basic_tokenize
 
@@ -25,6 +24,8 @@ def ours():
 
 @pytest.fixture(scope="module")
 def hf(ours, tmp_path_factory):
+    from transformers import BertTokenizerFast
+
     # transformers 5 takes the vocabulary as a dict or a path through `vocab` (4.x: vocab_file=).
     return BertTokenizerFast(vocab=str(ours.save(tmp_path_factory.mktemp("wp") / "vocab.txt")))
 
