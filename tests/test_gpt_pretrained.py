@@ -15,6 +15,7 @@ from helpers import card_corpus
 from word2bert import gpt
 from word2bert.probes import sense_probe
 from word2bert.scripts import train_gpt
+from word2bert.scripts.common import save_card
 
 # Sense accuracy of the committed checkpoint on held-out templates (sense_probe, seeds 0-2, see gpt.md): top
 # block 0.986 with the cue on the left, 0.528 with the cue on the right; at no layer does a right-hand cue lift
@@ -116,6 +117,20 @@ def test_train_gpt_runs_and_lowers_the_loss(tmp_path):
     assert loaded.config.vocab_size == loaded.tokenizer.vocab_size == 300
     card = out.with_suffix(".md").read_text(encoding="utf-8")
     assert " ".join(argv) in card and str(loaded.config) in card
+
+
+def test_a_new_card_keeps_the_history_of_the_old_one(tmp_path):
+    """The "Changes" section that ends a card is written by hand; a script that rewrites the card keeps it."""
+    checkpoint = tmp_path / "model.safetensors"
+    checkpoint.write_bytes(b"weights")
+    card = dict(name="M", summary="A model.", data=[], config="MConfig()", parameters=1, configuration=[])
+    path = save_card(checkpoint, **card, script="word2bert.scripts.m", argv=[], metrics=["Loss: 2.0"])
+    history = "## Changes\n- 2026-01-01: the first checkpoint.\n"
+    path.write_text(path.read_text(encoding="utf-8") + "\n" + history, encoding="utf-8")
+    save_card(checkpoint, **card, script="word2bert.scripts.m", argv=[], metrics=["Loss: 1.0"])
+    text = path.read_text(encoding="utf-8")
+    assert "Loss: 1.0" in text and "Loss: 2.0" not in text
+    assert text.endswith("\n\n" + history) and text.count("## Changes") == 1
 
 
 @pytest.mark.slow

@@ -12,8 +12,10 @@ text is against the drawing (the book shows a diagram about 6 inches wide).
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 
@@ -23,6 +25,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
 
 OUT_DIR = Path(__file__).resolve().parents[1] / "images" / "diagrams"
+# How long each notebook of the book took to execute in a build, in seconds: tools/chapter_times.py writes it from
+# the build's jupyter-cache; the course map and the landing page's table give the chapters' sums.
+CHAPTER_TIMES = Path(__file__).with_name("chapter_times.json")
 RC = {
     "svg.hashsalt": "word2bert-diagrams",
     "svg.fonttype": "path",
@@ -835,7 +840,92 @@ def finetuning_heads():
     return fig
 
 
+# --- the landing page ----------------------------------------------------------------------------------------------
+
+
+class Chapter(NamedTuple):
+    """One row of the course map: its number (or ""), title, what its model adds, its exercise, and the pages whose
+    notebooks it sums (a page's path from the book's root without suffix, or a folder: every page under it)."""
+
+    number: str
+    title: str
+    adds: str
+    exercise: str
+    pages: tuple[str, ...]
+
+
+CHAPTERS = [
+    Chapter("", "Getting started", "set-up, notation, the toy world", "", ("book/toy-world",)),
+    Chapter(
+        "1",
+        "Word vectors: word2vec, GloVe",
+        "one vector per word, from its neighbours",
+        "exercise 1",
+        ("book/01-word-vectors",),
+    ),
+    Chapter("2", "ELMo", "a vector per word in context, from two LSTMs", "exercise 2", ("book/02-elmo",)),
+    Chapter("3", "GPT", "self-attention, left to right; writes text", "exercise 3", ("book/03-gpt",)),
+    Chapter(
+        "4", "BERT pre-training", "both sides in every layer: masked words", "exercise 4", ("book/04-bert-pretraining",)
+    ),
+    Chapter("5", "BERT fine-tuning", "one encoder, a small head per task", "exercise 5", ("book/05-bert-finetuning",)),
+    Chapter("", "Looking back", "the four models side by side; what came after", "", ("book/comparison", "book/after")),
+]
+
+
+def chapter_seconds(times: dict[str, float] | None = None) -> list[float]:
+    """Each chapter's notebooks' execution time, summed, from ``times`` (page -> seconds) or CHAPTER_TIMES."""
+    if times is None:
+        times = json.loads(CHAPTER_TIMES.read_text(encoding="utf-8"))["seconds"]
+    return [
+        sum(s for page, s in times.items() if any(page == p or page.startswith(p + "/") for p in chapter.pages))
+        for chapter in CHAPTERS
+    ]
+
+
+def duration(seconds: float) -> str:
+    """38 -> '38 s', 70 -> '1 min 10 s', 120 -> '2 min': how the map and the landing page write a time."""
+    minutes, rest = divmod(round(seconds), 60)
+    return " ".join([f"{minutes} min"] * bool(minutes) + [f"{rest} s"] * bool(rest or not minutes))
+
+
+def landing_rows() -> list[str]:
+    """The course map as the landing page's table, its text alternative: one Markdown row per chapter."""
+    return [
+        f"| {c.number} | {c.title} | {c.adds} | {c.exercise.capitalize() or '—'} | {duration(s)} |"
+        for c, s in zip(CHAPTERS, chapter_seconds())
+    ]
+
+
+def course_map():
+    width, row = 56, 12.5
+    height = row * len(CHAPTERS) + 7
+    fig, ax = canvas(width, height, "The course at a glance")
+    top = height - 6
+    line(ax, [4.5, 4.5], [top - row / 2, top - row * (len(CHAPTERS) - 0.5)], color=MUTED, lw=2)
+    for i, (chapter, seconds) in enumerate(zip(CHAPTERS, chapter_seconds())):
+        y = top - row * (i + 0.5)
+        ax.add_patch(plt.Circle((4.5, y), 2.4, fc=HIGHLIGHT if chapter.number else NORM, ec=LINE, lw=1, zorder=3))
+        text(ax, 4.5, y, chapter.number or "•", size=11, weight="bold", zorder=4)
+        box(ax, 31, y, 47, row - 1.6, fc=EMBED if chapter.number else "white", lw=0.8)
+        text(ax, 9, y + 3.2, chapter.title, size=11, weight="bold", ha="left")
+        text(ax, 9, y, chapter.adds, size=10, ha="left")
+        if chapter.exercise:
+            box(ax, 15, y - 3.3, 12, 2.6, chapter.exercise, fc=OUT, size=9.5, lw=0.6)
+        text(
+            ax,
+            22.5 if chapter.exercise else 9,
+            y - 3.3,
+            f"notebooks run in {duration(seconds)}",
+            size=9.5,
+            color=MUTED,
+            ha="left",
+        )
+    return fig
+
+
 DIAGRAMS = {
+    "course-map": course_map,
     "skipgram-negative-sampling": skipgram_negative_sampling,
     "hierarchical-softmax": hierarchical_softmax,
     "lstm-cell": lstm_cell,

