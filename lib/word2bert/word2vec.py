@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from . import kernels
 from .data import Vocab
-from .device import resolve
+from .device import resolve, training_threads
 from .training import progress_bar
 from .vectors import TrainedVectors
 
@@ -280,7 +280,8 @@ class Word2Vec(TrainedVectors):
     On a CPU each step runs ``fused_sgd_step``, ``sgd_step``'s arithmetic compiled into one kernel (where a C++
     compiler can build it: ``word2bert.kernels``); ``fused=False`` runs ``sgd_step`` itself, the torch code the
     book shows, and ``autograd=True`` takes each step with ``loss.backward()`` and ``torch.optim.SGD``: all three
-    give the same vectors, to float rounding.
+    give the same vectors, to float rounding. With one worker on a CPU, training runs on ``threads`` torch threads, by
+    default one per idle core (``word2bert.device.cpu_threads``).
     """
 
     config_class = Word2VecConfig
@@ -306,6 +307,7 @@ class Word2Vec(TrainedVectors):
         progress: bool = True,
         autograd: bool = False,
         fused: bool = True,
+        threads: int | None = None,
     ):
         self.config = Word2VecConfig(
             vector_size=vector_size,
@@ -325,7 +327,7 @@ class Word2Vec(TrainedVectors):
         if sentences is not None:
             sentences = [list(s) for s in sentences]
             self.build_vocab(sentences)
-            self.train(sentences, workers=workers, progress=progress, autograd=autograd, fused=fused)
+            self.train(sentences, workers=workers, progress=progress, autograd=autograd, fused=fused, threads=threads)
 
     @staticmethod
     def build_model(config: Word2VecConfig, vocab_size: int) -> Word2VecModel:
@@ -346,6 +348,7 @@ class Word2Vec(TrainedVectors):
         progress: bool = True,
         autograd: bool = False,
         fused: bool = True,
+        threads: int | None = None,
     ) -> None:
         cfg, device = self.config, self.device
         fused = fused and not autograd and device.type == "cpu" and kernels.word2vec_step() is not None
@@ -402,17 +405,16 @@ class Word2Vec(TrainedVectors):
                     bar.set_postfix(loss=f"{self.loss_history[-1]:.3f}", lr=f"{lr:.4f}")
 
         workers = max(1, workers) if device.type == "cpu" else 1  # threads share one GPU no faster
-        threads = torch.get_num_threads()
-        with progress_bar(total=total, desc="word2vec", unit="word", show=progress) as bar:
+        # one worker: torch's threads, one per idle core; several: one thread each, the workers are the parallelism
+        with (
+            training_threads(device, threads if workers == 1 else 1),
+            progress_bar(total=total, desc="word2vec", unit="word", show=progress) as bar,
+        ):
             if workers == 1:
                 return work(0, bar)
-            torch.set_num_threads(1)  # one thread per worker: the workers are the parallelism
-            try:
-                with ThreadPoolExecutor(workers) as pool:
-                    for future in [pool.submit(work, k, bar) for k in range(workers)]:
-                        future.result()
-            finally:
-                torch.set_num_threads(threads)
+            with ThreadPoolExecutor(workers) as pool:
+                for future in [pool.submit(work, k, bar) for k in range(workers)]:
+                    future.result()
 
     def _examples(self, ids: torch.Tensor, sentence: torch.Tensor, generator: torch.Generator):
         """(inputs, input mask or None, targets) of one chunk: skip-gram predicts each context from the center,
