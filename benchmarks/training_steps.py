@@ -7,8 +7,11 @@ share the weights and the batch; calls alternate, so that a change in the machin
 runs with the course's optimizer (``training.make_optimizer``: the fused AdamW) and with the plain (``foreach``)
 AdamW that Hugging Face's models get from ``torch.optim.AdamW`` by default; Hugging Face with both as well. The
 thread counts: one; torch's default (every core, what the course's loops used before ``device.cpu_threads``); and
-``device.cpu_threads()``'s choice (now the default). ``--busy`` adds a competing process that keeps one core busy
-on the same cores. ``--profile`` prints where ours spends a step's time, by operator.
+``device.cpu_threads()``'s choice (now the default). For BERT, also the course's own pre-training step
+(``pretraining.PretrainingObjective``: the MLM head on the masked positions only; Hugging Face's
+``BertForPreTraining`` and our ``BertForPreTraining.forward`` run it on every position). ``--busy`` adds a
+competing process that keeps one core busy on the same cores. ``--profile`` prints where ours spends a step's
+time, by operator.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from transformers import BertConfig, BertForPreTraining, GPT2Config, GPT2LMHeadM
 
 from word2bert import bert, gpt
 from word2bert.device import cpu_threads
+from word2bert.pretraining import PretrainingObjective
 
 
 def load() -> str:
@@ -78,7 +82,7 @@ def gpt_pair(layers=4, hidden=128, heads=4, vocab=8000, batch=32, seq=64):
     hf = GPT2LMHeadModel(config)
     ours = gpt.from_hf(hf)
     ids = torch.randint(0, vocab, (batch, seq))
-    return ours, lambda m: m.loss(ids), hf, lambda m: m(ids, labels=ids).loss, batch * seq
+    return ours, lambda m: m.loss(ids), hf, lambda m: m(ids, labels=ids).loss, batch * seq, None
 
 
 def bert_pair(layers=4, hidden=128, heads=4, vocab=8000, batch=16, seq=128):
@@ -104,7 +108,9 @@ def bert_pair(layers=4, hidden=128, heads=4, vocab=8000, batch=16, seq=128):
         "next_sentence_label": torch.randint(0, 2, (batch,)),
     }
     kw["attention_mask"][: batch // 2, -seq // 4 :] = 0
-    return ours, lambda m: m(ids, **kw).loss, hf, lambda m: m(ids, **kw).loss, batch * seq
+    # the course's pre-training step: PretrainingObjective runs the MLM head on the masked positions only
+    course = PretrainingObjective(ours), lambda m: m(ids, **kw)[0]
+    return ours, lambda m: m(ids, **kw).loss, hf, lambda m: m(ids, **kw).loss, batch * seq, course
 
 
 def profile(name: str, model, loss_of) -> None:
@@ -122,12 +128,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--busy", action="store_true")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--models", nargs="+", choices=["GPT", "BERT"], default=["GPT", "BERT"])
     args = parser.parse_args(argv)
     default_threads = torch.get_num_threads()
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {len(os.sched_getaffinity(0))} cores, torch default {default_threads} threads")
     for name, pair in [("GPT", gpt_pair), ("BERT", bert_pair)]:
-        ours, ours_loss, hf, hf_loss, tokens = pair()
+        if name not in args.models:
+            continue
+        ours, ours_loss, hf, hf_loss, tokens, course = pair()
         if args.profile:
             torch.set_num_threads(1)
             profile(name, ours, ours_loss)
@@ -137,15 +146,17 @@ def main(argv: list[str] | None = None) -> None:
             for threads in dict.fromkeys([1, default_threads, chosen]):
                 torch.set_num_threads(threads)
                 print(f"\n{name}, {threads} threads{', busy neighbour' if args.busy else ''}; before: {load()}")
-                t = median_seconds(
-                    {
-                        "ours, fused AdamW": step_fn(ours, ours_loss, fused=True),
-                        "ours, foreach AdamW": step_fn(ours, ours_loss, fused=False),
-                        "HF, foreach AdamW": step_fn(hf, hf_loss, fused=False),
-                        "HF, fused AdamW": step_fn(hf, hf_loss, fused=True),
-                    },
-                    args.repeats,
-                )
+                steps = {
+                    "ours, fused AdamW": step_fn(ours, ours_loss, fused=True),
+                    "ours, foreach AdamW": step_fn(ours, ours_loss, fused=False),
+                    "HF, foreach AdamW": step_fn(hf, hf_loss, fused=False),
+                    "HF, fused AdamW": step_fn(hf, hf_loss, fused=True),
+                }
+                if course:
+                    steps["ours, course's objective (MLM head on masked positions), fused AdamW"] = step_fn(
+                        *course, fused=True
+                    )
+                t = median_seconds(steps, args.repeats)
                 print(f"after: {load()}")
                 for who, seconds in t.items():
                     rows.append((threads, who, tokens / seconds, t["HF, foreach AdamW"] / seconds))
