@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--busy", action="store_true")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--threads", type=int, nargs="+", help="thread counts (default: 1, torch's, cpu_threads())")
     parser.add_argument("--models", nargs="+", choices=["GPT", "BERT"], default=["GPT", "BERT"])
     args = parser.parse_args(argv)
     default_threads = torch.get_num_threads()
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         with busy_neighbour(args.busy):
             chosen = cpu_threads()
             rows = []
-            for threads in dict.fromkeys([1, default_threads, chosen]):
+            for threads in dict.fromkeys(args.threads or [1, default_threads, chosen]):
                 torch.set_num_threads(threads)
                 print(f"\n{name}, {threads} threads{', busy neighbour' if args.busy else ''}; before: {load()}")
                 steps = {
@@ -160,6 +161,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"after: {load()}")
                 for who, seconds in t.items():
                     rows.append((threads, who, tokens / seconds, t["HF, foreach AdamW"] / seconds))
+                    print(f"  {who}: {tokens / seconds:,.0f} tokens/s, {rows[-1][-1]:.2f}x HF (foreach)", flush=True)
         torch.set_num_threads(default_threads)
         print(f"\n{name}: cpu_threads() chose {chosen}\n")
         print("| threads | model | training tokens/s | speed / HF (foreach AdamW) |")

@@ -251,6 +251,7 @@ def load_regime(threads: list[int], size: int) -> None:
                 wv = run()
                 speed[name, busy] = words / (time.perf_counter() - start)
                 accuracy[name, busy] = evaluation.analogy_accuracy(wv, questions)
+                print(f"  {name}: {speed[name, busy]:,.0f} words/s, analogies {accuracy[name, busy]:.1%}", flush=True)
             print(f"after: {load()}\n", flush=True)
     print(f"skip-gram, {size:,}-token generated corpus (rare words), {hyper}\n")
     table(
