@@ -26,7 +26,8 @@ $(STAMP): pyproject.toml lib/word2bert_grader/pyproject.toml constraints.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (word2bert)" >/dev/null
 	touch $@
 
-setup: $(STAMP) system-deps ## Create .venv with pinned versions and install WordNet (apt) where possible
+setup: $(STAMP) system-deps ## Create .venv with pinned versions and install WordNet (apt) where possible; build word2vec's compiled step
+	@$(BIN)/python -m word2bert.kernels
 
 system-deps: ## Install Debian's wordnet-base, dict-gcide and fortunes (the English corpus), bubblewrap (the grader's sandbox) and chromium where apt-get is available
 	@./.ci/system-deps

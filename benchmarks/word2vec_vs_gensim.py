@@ -1,6 +1,6 @@
 """word2bert's word2vec against gensim's: same corpus, same hyper-parameters, same threads; words/s and accuracy.
 
-    python benchmarks/word2vec_vs_gensim.py [--regime course rare] [--threads 1 2] [--seeds 3] [--repeats 3]
+    python benchmarks/word2vec_vs_gensim.py [--regime course rare load] [--threads 1 2] [--seeds 3] [--repeats 3]
 
 Two regimes:
 
@@ -15,6 +15,8 @@ Speed counts corpus words (before subsampling) times epochs over training time, 
 with ``workers`` = torch threads = the given thread count for both libraries; the two libraries take turns, run
 after run, and words/s is the median over runs (``--repeats`` in the course regime, the seeds in the rare one), so
 that a busy machine slows both alike. Accuracy is the mean over seeds.
+``load`` times ours (the fused step), ours before (``sgd_step``) and gensim alone and then beside a competing
+process that keeps one core busy, and each library's defaults the same way: the slowdown a busy neighbour costs.
 ``diagnose`` changes one thing at a time to find the rare-word gap's cause. Then ours is timed both ways,
 ``sgd_step`` (written-out gradient) against ``autograd=True``, and profiled.
 gensim comes with `make setup` (the ``glove`` extra, which ``dev`` includes, pinned in constraints.txt).
@@ -23,7 +25,10 @@ gensim comes with `make setup` (the ``glove`` extra, which ``dev`` includes, pin
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -57,6 +62,28 @@ def course_scores(wv: KeyedVectors, wordnet_tests) -> dict[str, float]:
         out["WordNet synonyms"] = evaluation.similarity_accuracy(wv, synonyms)
         out["WordNet plurals"] = evaluation.analogy_accuracy(wv, plurals)
     return out
+
+
+OURS = dict(device="cpu", progress=False)
+
+
+def load() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+@contextlib.contextmanager
+def busy_neighbour(on: bool):
+    """A competing process that keeps one core busy, on the same cores as the benchmark."""
+    if not on:
+        yield
+        return
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    time.sleep(0.5)
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 def train_both(sentences, threads: int, **hyper):
@@ -193,16 +220,81 @@ def step_timing() -> None:
     table(["model", "sgd_step (s)", "autograd + torch.optim.SGD (s)", "sgd_step is faster by"], rows)
 
 
+def load_regime(threads: list[int], size: int) -> None:
+    """Each library alone, then beside a competing process that keeps one core busy, on the same cores.
+
+    Rows: ours (the fused step), ours before (``sgd_step``, ``fused=False``), gensim, with ``workers`` = the given
+    thread count; then each library's defaults (ours: one worker on ``device.cpu_threads()`` threads; ours before:
+    ``sgd_step`` on torch's default threads, every core; gensim: three workers)."""
+    sentences, questions = analogy_corpus(size, seed=0)
+    words = sum(map(len, sentences)) * 5
+    hyper = dict(vector_size=64, window=5, negative=5, min_count=1, sample=1e-3, epochs=5, alpha=0.025, seed=0)
+    every_core = torch.get_num_threads()
+    runs = {}
+    for n in threads:
+        runs[f"ours, {n} worker(s)"] = lambda n=n: w2v.Word2Vec(sentences, workers=n, threads=1, **OURS, **hyper).wv
+        runs[f"ours before (sgd_step), {n} worker(s)"] = lambda n=n: (
+            w2v.Word2Vec(sentences, workers=n, threads=1, fused=False, **OURS, **hyper).wv
+        )
+        runs[f"gensim, {n} worker(s)"] = lambda n=n: gensim_vectors(GensimWord2Vec(sentences, workers=n, **hyper))
+    runs["ours, defaults"] = lambda: w2v.Word2Vec(sentences, **OURS, **hyper).wv
+    runs[f"ours before, defaults ({every_core} torch threads)"] = lambda: (
+        w2v.Word2Vec(sentences, threads=every_core, fused=False, **OURS, **hyper).wv
+    )
+    runs["gensim, defaults (3 workers)"] = lambda: gensim_vectors(GensimWord2Vec(sentences, **hyper))
+    speed, accuracy = {}, {}
+    for busy in (False, True):
+        with busy_neighbour(busy):
+            print(f"{'busy neighbour' if busy else 'alone'}, before: {load()}", flush=True)
+            for name, run in runs.items():
+                start = time.perf_counter()
+                wv = run()
+                speed[name, busy] = words / (time.perf_counter() - start)
+                accuracy[name, busy] = evaluation.analogy_accuracy(wv, questions)
+                print(f"  {name}: {speed[name, busy]:,.0f} words/s, analogies {accuracy[name, busy]:.1%}", flush=True)
+            print(f"after: {load()}\n", flush=True)
+    print(f"skip-gram, {size:,}-token generated corpus (rare words), {hyper}\n")
+    table(
+        ["run", "words/s alone", "words/s, busy neighbour", "busy / alone", "analogies % (alone, busy)"],
+        [
+            [
+                name,
+                f"{speed[name, False]:,.0f}",
+                f"{speed[name, True]:,.0f}",
+                f"{speed[name, True] / speed[name, False]:.2f}",
+                f"{100 * accuracy[name, False]:.1f}, {100 * accuracy[name, True]:.1f}",
+            ]
+            for name in runs
+        ],
+    )
+    rows = []
+    for busy in (False, True):
+        for n in threads:
+            theirs = speed[f"gensim, {n} worker(s)", busy]
+            for who in (f"ours, {n} worker(s)", f"ours before (sgd_step), {n} worker(s)"):
+                rows.append([who, "busy" if busy else "alone", f"{speed[who, busy] / theirs:.2f}x"])
+        theirs = speed["gensim, defaults (3 workers)", busy]
+        for who in runs:
+            if "defaults" in who and not who.startswith("gensim"):
+                rows.append([who, "busy" if busy else "alone", f"{speed[who, busy] / theirs:.2f}x"])
+    table(["ours", "machine", "speed / gensim (same workers; defaults: gensim's defaults)"], rows)
+
+
 def profile() -> None:
-    """Where one skip-gram run's time goes (one thread, 300k-token generated corpus), by function."""
+    """Where one skip-gram run's time goes (one thread, 100k-token generated corpus), by function: the torch step
+    (``sgd_step``, before) and the fused one (after)."""
+    for fused in (False, True):
+        profile_one(fused)
+
+
+def profile_one(fused: bool) -> None:
     import cProfile
     import pstats
 
-    sentences, _ = analogy_corpus(300_000, seed=0)
-    torch.set_num_threads(1)
+    sentences, _ = analogy_corpus(100_000, seed=0)
     profiler = cProfile.Profile()
     profiler.enable()
-    w2v.Word2Vec(sentences, vector_size=64, min_count=1, workers=1, progress=False)
+    w2v.Word2Vec(sentences, vector_size=64, min_count=1, workers=1, threads=1, progress=False, fused=fused)
     profiler.disable()
     stats = pstats.Stats(profiler).stats
     total = sum(tt for _, _, tt, _, _ in stats.values())
@@ -213,7 +305,8 @@ def profile() -> None:
         ),
         reverse=True,
     )[:10]
-    print(f"one thread, 300k tokens, skip-gram, 5 epochs: {total:.1f} s in all\n")
+    step = "fused_sgd_step (after)" if fused else "sgd_step (before)"
+    print(f"one thread, 100k tokens, skip-gram, 5 epochs, {step}: {total:.1f} s in all ({load()})\n")
     table(
         ["function (own time, callees apart)", "seconds", "share"],
         [[f"`{where}`", f"{tt:.2f}", f"{tt / total:.0%}"] for tt, where in rows],
@@ -225,13 +318,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--regime",
         nargs="+",
-        choices=["course", "rare", "diagnose", "steps", "profile"],
-        default=["course", "rare", "diagnose", "steps", "profile"],
+        choices=["course", "rare", "load", "diagnose", "steps", "profile"],
+        default=["course", "rare", "load", "diagnose", "steps", "profile"],
     )
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch threads and workers, each")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per rare-regime cell")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per course-regime cell (median)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
+    parser.add_argument("--load-size", type=int, default=100_000, help="tokens of the load regime's corpus")
     args = parser.parse_args(argv)
     import gensim
 
@@ -240,6 +334,8 @@ def main(argv: list[str] | None = None) -> None:
         course_regime(args.threads, args.repeats)
     if "rare" in args.regime:
         rare_regime(args.threads, args.seeds, args.sizes)
+    if "load" in args.regime:
+        load_regime(args.threads, args.load_size)
     if "diagnose" in args.regime:
         diagnose(args.seeds)
     if "steps" in args.regime:

@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -122,3 +123,50 @@ def test_progress_bars_show_interactively_and_hide_in_the_book_build():
     assert "show=False" not in interactive, f"a hidden bar was drawn: {interactive!r}"
     book_build = progress_bar_stderr(TQDM_DISABLE="1")
     assert "show=" not in book_build, f"TQDM_DISABLE=1 did not silence the bars: {book_build!r}"
+
+
+def test_training_threads_default_to_idle_cores_and_give_back_the_callers_count(monkeypatch):
+    from word2bert import device
+
+    monkeypatch.delenv("W2B_THREADS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(max(cores, 2))
+        monkeypatch.setattr(device, "_busy_cores", lambda cpus: 0.0)
+        assert device.cpu_threads() == cores, "a quiet machine: one thread per core this process may use"
+        monkeypatch.setattr(device, "_busy_cores", lambda cpus: float(len(cpus)))
+        assert device.cpu_threads() == 1, "every core busy: one thread, never zero, never a collapse"
+        monkeypatch.setattr(device, "_busy_cores", lambda cpus: len(cpus) - 1.2)
+        assert device.cpu_threads() == min(cores, 1 + round(0.2))
+        assert device.cpu_threads(3) == 3, "the caller's count wins"
+        monkeypatch.setenv("W2B_THREADS", "2")
+        assert device.cpu_threads() == 2, "W2B_THREADS wins over the default"
+        monkeypatch.delenv("W2B_THREADS")
+        torch.set_num_threads(1)  # OMP_NUM_THREADS=1 or torch.set_num_threads(1): a cap the default keeps
+        monkeypatch.setattr(device, "_busy_cores", lambda cpus: 0.0)
+        assert device.cpu_threads() == 1
+        seen = []
+        with device.training_threads(torch.device("cpu"), 2) as n:
+            seen.append((n, torch.get_num_threads()))
+        assert seen == [(2, 2)] and torch.get_num_threads() == 1, "the caller's thread count must come back"
+        with device.training_threads(torch.device("meta"), 5) as n:  # another device: torch's threads untouched
+            assert n == torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(previous)
+
+
+def test_busy_cores_sees_processes_that_keep_the_cores_busy():
+    from word2bert.device import _busy_cores
+
+    cpus = os.sched_getaffinity(0)
+    spin = "import os, time\nos.sched_setaffinity(0, {%d})\nend = time.time() + 3\nwhile time.time() < end: pass"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin % cpu]) for cpu in cpus]
+    try:
+        time.sleep(1.0)  # started and spinning
+        busy = _busy_cores(cpus, seconds=0.5)
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    assert busy > len(cpus) - 0.5, f"{len(cpus)} cores kept busy, measured {busy:.2f}"

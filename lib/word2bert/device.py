@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
+from collections.abc import Iterator
 
 import torch
 
@@ -34,3 +37,60 @@ def seed_everything(seed: int) -> torch.Generator:
     np.random.seed(seed)
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
+
+
+def _busy_cores(cpus: set[int], seconds: float = 0.1) -> float:
+    """How many of ``cpus`` other processes keep busy: their non-idle share over ``seconds`` (/proc/stat), while
+    this process sleeps; where /proc is missing (macOS), the 1-minute load average less this process."""
+
+    def sample() -> dict[int, tuple[int, int]]:
+        with open("/proc/stat", encoding="utf-8") as f:
+            rows = [line.split() for line in f if line.startswith("cpu") and line[3].isdigit()]
+        # user nice system idle iowait irq softirq steal: idle and iowait are the idle time
+        return {int(r[0][3:]): (int(r[4]) + int(r[5]), sum(map(int, r[1:9]))) for r in rows if int(r[0][3:]) in cpus}
+
+    try:
+        before = sample()
+        time.sleep(seconds)
+        after = sample()
+    except (OSError, ValueError, IndexError):
+        return max(0.0, os.getloadavg()[0] - 1) if hasattr(os, "getloadavg") else 0.0
+    busy = 0.0
+    for cpu, (idle, total) in after.items():
+        elapsed = total - before[cpu][1]
+        busy += 1 - (idle - before[cpu][0]) / elapsed if elapsed > 0 else 0.0
+    return busy
+
+
+def cpu_threads(threads: int | None = None) -> int:
+    """The intra-op thread count for a CPU training loop: ``threads`` if given, else ``$W2B_THREADS``, else one per
+    core this process may run on (``os.sched_getaffinity``) that no other process keeps busy, at most torch's own
+    setting (``torch.set_num_threads``, ``OMP_NUM_THREADS``) and at least one.
+
+    Why not all the cores: torch's threads meet at the end of every operator, so one thread that waits for a core
+    holds up the others. On two cores beside two busy processes, two threads trained word2vec and ELMo 10-60 times
+    slower than one (benchmarks/README.md); one thread loses only its share of the CPU.
+    """
+    forced = threads or int(os.environ.get("W2B_THREADS") or 0)
+    if forced > 0:
+        return forced
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    most = min(len(cpus), torch.get_num_threads())
+    if most <= 1:
+        return 1
+    return max(1, min(most, round(len(cpus) - _busy_cores(cpus))))
+
+
+@contextlib.contextmanager
+def training_threads(device: torch.device, threads: int | None = None) -> Iterator[int]:
+    """Run a training loop on ``cpu_threads(threads)`` torch threads (on a CPU; other devices are left alone), then
+    give back the caller's thread count. Yields the count."""
+    if device.type != "cpu":
+        yield torch.get_num_threads()
+        return
+    previous, chosen = torch.get_num_threads(), cpu_threads(threads)
+    torch.set_num_threads(chosen)
+    try:
+        yield chosen
+    finally:
+        torch.set_num_threads(previous)

@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 
 from .data import Vocab
-from .device import resolve
+from .device import resolve, training_threads
 from .training import progress_bar
 from .vectors import TrainedVectors
 from .word2vec import encode_corpus
@@ -96,7 +96,8 @@ class GloVeModel(nn.Module):
 
 
 class GloVe(TrainedVectors):
-    """Count co-occurrences of ``sentences`` and fit GloVe vectors to them; ``wv`` holds W + W~."""
+    """Count co-occurrences of ``sentences`` and fit GloVe vectors to them; ``wv`` holds W + W~. On a CPU, training
+    runs on ``threads`` torch threads, by default one per idle core (``word2bert.device.cpu_threads``)."""
 
     config_class = GloVeConfig
 
@@ -115,6 +116,7 @@ class GloVe(TrainedVectors):
         *,
         batch_size: int = 4096,
         progress: bool = True,
+        threads: int | None = None,
     ):
         self.config = GloVeConfig(
             vector_size=vector_size,
@@ -134,7 +136,7 @@ class GloVe(TrainedVectors):
             self.vocab = Vocab.build(sentences, min_count=min_count)
             torch.manual_seed(seed)
             self.model = self.build_model(self.config, len(self.vocab)).to(self.device)
-            self.train(sentences, progress=progress)
+            self.train(sentences, progress=progress, threads=threads)
 
     @staticmethod
     def build_model(config: GloVeConfig, vocab_size: int) -> GloVeModel:
@@ -143,7 +145,7 @@ class GloVe(TrainedVectors):
     def word_vectors(self) -> torch.Tensor:
         return self.model.W.weight + self.model.W_tilde.weight  # the paper's choice: W + W~
 
-    def train(self, sentences: Sequence[Sequence[str]], progress: bool = True) -> None:
+    def train(self, sentences: Sequence[Sequence[str]], progress: bool = True, threads: int | None = None) -> None:
         """AdaGrad over the shuffled non-zero counts; ``loss_history`` gets the mean loss per entry per epoch."""
         cfg = self.config
         ids, sentence = encode_corpus(sentences, self.vocab)
@@ -152,14 +154,15 @@ class GloVe(TrainedVectors):
         optimizer = torch.optim.Adagrad(self.model.parameters(), lr=cfg.learning_rate, initial_accumulator_value=1.0)
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
         warnings.filterwarnings("ignore", message="Sparse invariant checks")  # AdaGrad's sparse path says it each step
-        for _ in progress_bar(range(cfg.epochs), desc="GloVe", unit="epoch", show=progress):
-            order = torch.randperm(len(x), generator=generator, device=self.device)
-            total = 0.0
-            for start in range(0, len(order), cfg.batch_size):
-                batch = order[start : start + cfg.batch_size]
-                loss = self.model(rows[batch], cols[batch], x[batch], cfg.x_max, cfg.alpha)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                total += loss.item()
-            self.loss_history.append(total / len(x))
+        with training_threads(self.device, threads):
+            for _ in progress_bar(range(cfg.epochs), desc="GloVe", unit="epoch", show=progress):
+                order = torch.randperm(len(x), generator=generator, device=self.device)
+                total = 0.0
+                for start in range(0, len(order), cfg.batch_size):
+                    batch = order[start : start + cfg.batch_size]
+                    loss = self.model(rows[batch], cols[batch], x[batch], cfg.x_max, cfg.alpha)
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+                    total += loss.item()
+                self.loss_history.append(total / len(x))

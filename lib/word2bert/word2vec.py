@@ -29,8 +29,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from . import kernels
 from .data import Vocab
-from .device import resolve
+from .device import resolve, training_threads
 from .training import progress_bar
 from .vectors import TrainedVectors
 
@@ -248,6 +249,25 @@ class Word2VecModel(nn.Module):
         syn0.index_add_(0, rows, back if input_mask is None else back.repeat_interleave(counts, 0))
         return loss.item()
 
+    @torch.no_grad()
+    def fused_sgd_step(
+        self,
+        inputs: torch.Tensor,
+        targets: torch.Tensor,
+        noise: torch.Tensor,
+        input_mask: torch.Tensor | None,
+        lr: float,
+    ) -> float:
+        """``sgd_step`` as one compiled CPU kernel (``word2bert.kernels``): the same step, the same vectors to float
+        rounding, about three times faster. Needs ``kernels.word2vec_step()``, which is None where it cannot build."""
+        kernel = kernels.word2vec_step()
+        syn0, syn1 = self.input_vectors.weight, self.output_vectors.weight
+        outputs = torch.cat([targets[:, None], noise], 1)
+        if input_mask is None:
+            return kernel(syn0, syn1, inputs, None, outputs, lr)
+        offsets = F.pad(input_mask.sum(1).cumsum(0), (1, 0))  # CBOW: example b's context is rows offsets[b]:[b + 1]
+        return kernel(syn0, syn1, inputs[input_mask], offsets, outputs, lr)
+
 
 class Word2Vec(TrainedVectors):
     """Train word vectors on an iterable of token lists, with gensim's arguments and attributes.
@@ -257,8 +277,11 @@ class Word2Vec(TrainedVectors):
     ``workers`` threads train at once on a CPU, as gensim's do. The default is one (gensim's is three): only one
     worker gives the same vectors on every run, which a course wants, and on a vocabulary of a few hundred words
     (the toy world), where every batch updates the same rows, threads cost CBOW some neighbour purity.
-    ``autograd=True`` takes each step with ``loss.backward()`` and ``torch.optim.SGD`` instead of ``sgd_step``:
-    slower, the same vectors.
+    On a CPU each step runs ``fused_sgd_step``, ``sgd_step``'s arithmetic compiled into one kernel (where a C++
+    compiler can build it: ``word2bert.kernels``); ``fused=False`` runs ``sgd_step`` itself, the torch code the
+    book shows, and ``autograd=True`` takes each step with ``loss.backward()`` and ``torch.optim.SGD``: all three
+    give the same vectors, to float rounding. With one worker on a CPU, training runs on ``threads`` torch threads, by
+    default one per idle core (``word2bert.device.cpu_threads``).
     """
 
     config_class = Word2VecConfig
@@ -283,6 +306,8 @@ class Word2Vec(TrainedVectors):
         batch_size: int = 1024,
         progress: bool = True,
         autograd: bool = False,
+        fused: bool = True,
+        threads: int | None = None,
     ):
         self.config = Word2VecConfig(
             vector_size=vector_size,
@@ -302,7 +327,7 @@ class Word2Vec(TrainedVectors):
         if sentences is not None:
             sentences = [list(s) for s in sentences]
             self.build_vocab(sentences)
-            self.train(sentences, workers=workers, progress=progress, autograd=autograd)
+            self.train(sentences, workers=workers, progress=progress, autograd=autograd, fused=fused, threads=threads)
 
     @staticmethod
     def build_model(config: Word2VecConfig, vocab_size: int) -> Word2VecModel:
@@ -317,9 +342,17 @@ class Word2Vec(TrainedVectors):
         self.model = self.build_model(self.config, len(self.vocab)).to(self.device)
 
     def train(
-        self, sentences: Sequence[Sequence[str]], workers: int = 1, progress: bool = True, autograd: bool = False
+        self,
+        sentences: Sequence[Sequence[str]],
+        workers: int = 1,
+        progress: bool = True,
+        autograd: bool = False,
+        fused: bool = True,
+        threads: int | None = None,
     ) -> None:
         cfg, device = self.config, self.device
+        fused = fused and not autograd and device.type == "cpu" and kernels.word2vec_step() is not None
+        step = self.model.fused_sgd_step if fused else self.model.sgd_step
         ids, sentence = encode_corpus(sentences, self.vocab)
         counts = torch.tensor(self.vocab.counts, dtype=torch.float64)
         keep = keep_probability(counts, cfg.sample).to(device)
@@ -362,7 +395,7 @@ class Word2Vec(TrainedVectors):
                         optimizer.step()
                         loss_sum += loss.item()
                     else:
-                        loss_sum += self.model.sgd_step(inputs, targets, negatives, mask, lr)
+                        loss_sum += step(inputs, targets, negatives, mask, lr)
                     with lock:
                         done[0] += step_words * len(targets)
                 with lock:
@@ -372,17 +405,16 @@ class Word2Vec(TrainedVectors):
                     bar.set_postfix(loss=f"{self.loss_history[-1]:.3f}", lr=f"{lr:.4f}")
 
         workers = max(1, workers) if device.type == "cpu" else 1  # threads share one GPU no faster
-        threads = torch.get_num_threads()
-        with progress_bar(total=total, desc="word2vec", unit="word", show=progress) as bar:
+        # one worker: torch's threads, one per idle core; several: one thread each, the workers are the parallelism
+        with (
+            training_threads(device, threads if workers == 1 else 1),
+            progress_bar(total=total, desc="word2vec", unit="word", show=progress) as bar,
+        ):
             if workers == 1:
                 return work(0, bar)
-            torch.set_num_threads(1)  # one thread per worker: the workers are the parallelism
-            try:
-                with ThreadPoolExecutor(workers) as pool:
-                    for future in [pool.submit(work, k, bar) for k in range(workers)]:
-                        future.result()
-            finally:
-                torch.set_num_threads(threads)
+            with ThreadPoolExecutor(workers) as pool:
+                for future in [pool.submit(work, k, bar) for k in range(workers)]:
+                    future.result()
 
     def _examples(self, ids: torch.Tensor, sentence: torch.Tensor, generator: torch.Generator):
         """(inputs, input mask or None, targets) of one chunk: skip-gram predicts each context from the center,
