@@ -9,7 +9,6 @@ another order, comments rewritten. A notebook that is not JSON is reported and t
 
 from __future__ import annotations
 
-import ast
 import csv
 import json
 import shutil
@@ -17,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.grading import disguised
 
 ROOT = Path(__file__).resolve().parents[1]
 A = "01-word2vec"
@@ -52,28 +52,6 @@ def fixture_answers(k: int) -> dict[str, str]:
     for path in sorted(CORRECT.glob("*.py")):
         found.setdefault(path.stem.split("__")[0], []).append(path)
     return {f: paths[k % len(paths)].read_text(encoding="utf-8") for f, paths in found.items()}
-
-
-class _Rename(ast.NodeTransformer):
-    """Every argument and local variable renamed, as a student hiding a copy would."""
-
-    def __init__(self):
-        self.names: dict[str, str] = {}
-
-    def visit_arg(self, node):
-        node.arg = self.names.setdefault(node.arg, f"my_{node.arg}_{len(self.names)}")
-        return node
-
-    def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Store) or node.id in self.names:
-            node.id = self.names.setdefault(node.id, f"my_{node.id}_{len(self.names)}")
-        return node
-
-
-def disguised(code: str, comment: str) -> str:
-    tree = ast.parse(code)
-    renamed = ast.unparse(_Rename().visit(tree))  # comments are dropped on the way
-    return "\n".join(f"{line}  # {comment}" if line.endswith(":") else line for line in renamed.split("\n"))
 
 
 def write(root: Path, student: str, answers: dict[str, str] | None = None, text: str | None = None) -> None:
