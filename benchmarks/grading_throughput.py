@@ -5,9 +5,12 @@ clean cache: by the local pool (``--jobs 2``) and by a Dask cluster of two singl
 (``--no-nanny``: a fork per submission; ``--nanny`` for one nanny of two daemonic workers, which start a new
 interpreter per submission). Each submission takes one core while it is graded (one single-thread worker or pool
 process per core), so an exercise's rate per core is 60 over its median seconds per submission, as the grader
-records them. Dask's own overhead per task is measured apart, with empty tasks through the same cluster. The
-projection for 1,000 students x 5 assignments on N workers (one per core) divides the class's grading seconds (1,000
-times the sum of the exercises' medians on Dask) by N. Every process the run started, sampled as it goes (pool,
+records them. On a machine that other jobs load, a submission gets less than its core: the CPU seconds of each
+run (its processes' user and system time) over the sum of its submissions' seconds say how much, and each
+exercise's CPU seconds are estimated as its median times that share. Dask's own overhead per task is measured
+apart, with empty tasks through the same cluster. The projection for 1,000 students x 5 assignments on N workers
+(one per core) divides the class's grading seconds (1,000 times the sum of the exercises' medians on Dask) by N:
+as measured, and on cores of its own (CPU seconds). Every process the run started, sampled as it goes (pool,
 sandboxes, scheduler, workers and theirs), must be gone once the run is shut down.
 
     python benchmarks/grading_throughput.py [--copies N] [--nanny]
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -33,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -102,8 +107,29 @@ def build_class(course: Path, copies: int) -> int:
     return n
 
 
-def autograde(course: Path, processes: Processes, *args: str) -> tuple[float, dict[str, list[float]]]:
-    """Wall seconds of the run, and each exercise's seconds per submission as the grader recorded them."""
+def cpu_seconds() -> float:
+    """User and system CPU seconds of the finished child processes (and of theirs that they waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass
+class Run:
+    seconds: float  # wall time of the whole run
+    cpu: float  # CPU seconds of its processes
+    by_exercise: dict[str, list[float]]  # seconds per submission, as the grader recorded them
+
+    def median(self, exercise: str) -> float:
+        return statistics.median(self.by_exercise[exercise])
+
+    def share(self) -> float:
+        """The CPU seconds a second of a submission got."""
+        return min(1.0, self.cpu / sum(sum(v) for v in self.by_exercise.values()))
+
+
+def autograde(course: Path, processes: Processes, *args: str) -> Run:
+    """One run from a clean cache, without feedback; its CPU seconds are the caller's to add (a cluster's workers
+    count only once they have stopped)."""
     shutil.rmtree(course / ".grading-cache", ignore_errors=True)
     start = time.perf_counter()
     run = subprocess.Popen(
@@ -118,9 +144,9 @@ def autograde(course: Path, processes: Processes, *args: str) -> tuple[float, di
     seconds = time.perf_counter() - start
     assert run.returncode == 0, out[-3000:]
     results = [json.loads(p.read_text(encoding="utf-8")) for p in (course / ".grading-cache").glob("*.json")]
-    assert all(not r["failed"] for r in results), [r["failed"] for r in results if r["failed"]]
-    by_exercise = {a: sorted(r["seconds"] for r in results if r["assignment"] == a) for a in ASSIGNMENTS}
-    return seconds, by_exercise
+    results = [r for r in results if "seconds" in r]  # not the cache's own records (latest.json, ...)
+    assert results and all(not r["failed"] for r in results), [r["failed"] for r in results]
+    return Run(seconds, 0.0, {a: sorted(r["seconds"] for r in results if r["assignment"] == a) for a in ASSIGNMENTS})
 
 
 def start_cluster(nanny: bool) -> tuple[str, list[subprocess.Popen]]:
@@ -188,7 +214,13 @@ def load(after: int = 20) -> None:
 
 
 def duration(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+    return (
+        f"{seconds / 3600:.1f} h"
+        if seconds >= 3600
+        else f"{seconds / 60:.0f} min"
+        if seconds >= 120
+        else f"{seconds:.0f} s"
+    )
 
 
 def main() -> None:
@@ -201,45 +233,59 @@ def main() -> None:
     if args.load:
         return load()
     processes = Processes()
+    before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="grading-throughput-") as tmp:
         course = Path(tmp) / "course"
         n = build_class(course, args.copies)
-        print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        cpu = cpu_seconds()
         local = autograde(course, processes, "--jobs", "2")
-        address, cluster = start_cluster(args.nanny)
+        local.cpu, cpu = cpu_seconds() - cpu, cpu_seconds()
+        address, cluster = start_cluster(args.nanny)  # the cluster's CPU seconds include its start and stop
         processes.watch(*(p.pid for p in cluster))
         try:
             overhead = dask_overhead(address)
             dask = autograde(course, processes, "--scheduler", address)
         finally:
             stop(cluster)
-        print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        dask.cpu = cpu_seconds() - cpu
     left = processes.left()
     assert not left, f"processes left after the shutdown: {[p.cmdline()[:4] for p in left]}"
+    loads = ", ".join(f"{x:.1f}" for x in (*before, *os.getloadavg()))
     workers = "nanny of 2 (new interpreter)" if args.nanny else "2 x --no-nanny (fork)"
+    print(f"{n} solution submissions ({args.copies} of each exercise), {os.cpu_count()} cores, load average {loads}")
+    print(f"{len(processes.seen)} processes started (pool, sandboxes, scheduler, workers), none left after shutdown")
+    print("| executor | wall s | submissions per minute | CPU-s per submission | CPU share | Dask overhead per task |")
+    print("|---|---|---|---|---|---|")
+    rows = (("local pool, --jobs 2", local, "-"), (f"Dask, {workers}", dask, f"{overhead * 1e3:.1f} ms"))
+    for label, run, extra in rows:
+        print(
+            f"| {label} | {run.seconds:.0f} | {n / run.seconds * 60:.1f} | {run.cpu / n:.1f} | {run.share():.2f} "
+            f"| {extra} |"
+        )
     print(
-        f"{n} solution submissions ({args.copies} of each exercise), {os.cpu_count()} cores; local pool --jobs 2: "
-        f"{local[0]:.0f} s, {n / local[0] * 60:.1f} per minute; Dask, {workers}: {dask[0]:.0f} s, "
-        f"{n / dask[0] * 60:.1f} per minute, {overhead * 1000:.1f} ms overhead per task; "
-        f"{len(processes.seen)} processes started, none left after the shutdown"
+        "| exercise | local: median s | local: per minute per core | Dask: median s | Dask: per minute per core "
+        "| Dask: CPU-s (est.) | per minute per core of its own |"
     )
-    print("| exercise | local: median s | local: per minute per core | Dask: median s | Dask: per minute per core |")
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for a in ASSIGNMENTS:
-        medians = [statistics.median(run[1][a]) for run in (local, dask)]
-        print(f"| {a} | " + " | ".join(f"{m:.1f} | {60 / m:.1f}" for m in medians) + " |")
-    # The class's grading seconds; a run's wall time is that over the workers, plus what idle workers waste at its
-    # end (the measured runs' ratio of wall time to this, for 2 workers, is printed).
-    per_student = sum(statistics.median(dask[1][a]) for a in ASSIGNMENTS)
-    total = sum(sum(v) for v in dask[1].values())
+        cpu_a = dask.median(a) * dask.share()
+        print(
+            f"| {a} | {local.median(a):.1f} | {60 / local.median(a):.1f} | {dask.median(a):.1f} | "
+            f"{60 / dask.median(a):.1f} | {cpu_a:.1f} | {60 / cpu_a:.1f} |"
+        )
+    # A run's wall time is its grading seconds over the workers, plus what idle workers wait at its end (this run's
+    # ratio of the two is printed); the projection leaves that tail out, small for a class of thousands.
+    per_student = sum(dask.median(a) for a in ASSIGNMENTS)
+    total = sum(sum(v) for v in dask.by_exercise.values())
     print(
-        f"per student (5 submissions): {per_student:.0f} s of one core; this run: {dask[0]:.0f} s wall against "
-        f"{total / 2:.0f} s of grading over 2 workers ({dask[0] / (total / 2):.2f}x)"
+        f"per student (5 submissions): {per_student:.0f} s on a worker, {per_student * dask.share():.0f} CPU-s; "
+        f"this Dask run: {dask.seconds:.0f} s wall against {total / 2:.0f} s of grading over 2 workers"
     )
-    print(f"| workers (cores) | {STUDENTS:,} students x 5 assignments |")
-    print("|---|---|")
-    for workers in (2, 8, 32, 128):
-        print(f"| {workers} | {duration(STUDENTS * per_student / workers)} |")
+    print(f"| workers (cores) | {STUDENTS:,} students x 5 assignments, as measured | on cores of their own |")
+    print("|---|---|---|")
+    for w in (2, 8, 32, 128):
+        measured, own = (STUDENTS * per_student * f / w for f in (1, dask.share()))
+        print(f"| {w} | {duration(measured)} | {duration(own)} |")
 
 
 if __name__ == "__main__":
