@@ -6,7 +6,7 @@ clean cache: by the local pool (``--jobs 2``) and by a Dask cluster of two singl
 interpreter per submission). Each submission takes one core while it is graded (one single-thread worker or pool
 process per core), so an exercise's rate per core is 60 over its median seconds per submission, as the grader
 records them. On a machine that other jobs load, a submission gets less than its core: the CPU seconds of each
-run (its processes' user and system time) over the sum of its submissions' seconds say how much, and each
+run (its processes' user and system time, sampled) over the sum of its submissions' seconds say how much, and each
 exercise's CPU seconds are estimated as its median times that share. Dask's own overhead per task is measured
 apart, with empty tasks through the same cluster. The projection for 1,000 students x 5 assignments on N workers
 (one per core) divides the class's grading seconds (1,000 times the sum of the exercises' medians on Dask) by N:
@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -64,11 +63,14 @@ STUDENTS = 1000  # the projection's class: 1,000 students, each handing in every
 
 
 class Processes:
-    """Every process descended from the ones watched, sampled every 0.2 s while the run goes on."""
+    """Every process descended from the ones watched, and its CPU seconds, sampled every 0.2 s while the run goes on.
+    (The OS's accounting of children would miss most: the pools' forkservers, which reap the graders' processes,
+    are never waited for.) A process's last 0.2 s are not counted."""
 
     def __init__(self):
         self.roots: list[psutil.Process] = []
         self.seen: dict[tuple[int, float], psutil.Process] = {}
+        self.cpu: dict[tuple[int, float], float] = {}  # user and system seconds, at the last sample
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -81,7 +83,9 @@ class Processes:
             for root in list(self.roots):
                 try:
                     for p in [root, *root.children(recursive=True)]:
-                        self.seen.setdefault((p.pid, p.create_time()), p)
+                        key = (p.pid, p.create_time())
+                        self.seen.setdefault(key, p)
+                        self.cpu[key] = sum(p.cpu_times()[:2])
                 except psutil.Error:  # it ended between two calls
                     pass
 
@@ -105,12 +109,6 @@ def build_class(course: Path, copies: int) -> int:
             shutil.copy(folder / f"{folder.name}.ipynb", target)
             n += 1
     return n
-
-
-def cpu_seconds() -> float:
-    """User and system CPU seconds of the finished child processes (and of theirs that they waited for)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 @dataclass
@@ -237,9 +235,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="grading-throughput-") as tmp:
         course = Path(tmp) / "course"
         n = build_class(course, args.copies)
-        cpu = cpu_seconds()
         local = autograde(course, processes, "--jobs", "2")
-        local.cpu, cpu = cpu_seconds() - cpu, cpu_seconds()
+        local.cpu = sum(processes.cpu.values())
         address, cluster = start_cluster(args.nanny)  # the cluster's CPU seconds include its start and stop
         processes.watch(*(p.pid for p in cluster))
         try:
@@ -247,7 +244,7 @@ def main() -> None:
             dask = autograde(course, processes, "--scheduler", address)
         finally:
             stop(cluster)
-        dask.cpu = cpu_seconds() - cpu
+        dask.cpu = sum(processes.cpu.values()) - local.cpu
     left = processes.left()
     assert not left, f"processes left after the shutdown: {[p.cmdline()[:4] for p in left]}"
     loads = ", ".join(f"{x:.1f}" for x in (*before, *os.getloadavg()))
