@@ -1,6 +1,7 @@
 """Submissions for the graders' tests and the load benchmark: the release and the solutions as notebooks, a
 submission made of chosen answers, the fixtures' alternative implementations, broken submissions of each fault
-kind, a course folder to grade them in, and what `make autograde` wrote there."""
+kind, a course folder to grade them in, what `make autograde` wrote there, and disguised copies (for the
+similarity report's test and benchmark)."""
 
 from __future__ import annotations
 
