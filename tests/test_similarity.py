@@ -111,3 +111,22 @@ def test_the_html_report_shows_each_pair_side_by_side(report):
     assert "01-word2vec/correct-1" not in page, "a file in no flagged pair is not in the report"
     assert page.count("highlight-red") >= 2 and page.count("highlight-green") >= 2, "matched code marked on both sides"
     assert "my_" in page and "I thought hard here" in page, "the students' code as they wrote it"
+
+
+def test_a_copied_class_whose_self_is_renamed_is_still_a_copy():
+    """pygments lexes ``self`` as a builtin name, which copydetect keeps as text: renaming it must not hide a copy
+    (exercises 2 and 5 are classes)."""
+    from copydetect import compare_files
+    from helpers.grading import solution_code
+
+    from word2bert_grader import similarity
+
+    settings = similarity.Settings()
+    answers = solution_code("02-elmo").values()
+    original = "\n\n".join(answers)
+    copied = "\n\n".join(disguised(code, "mine") for code in answers)
+    assert "my_self_" in copied
+    fingerprint = similarity._fingerprint(copied, settings)
+    tokens, shares, _ = compare_files(fingerprint, similarity._fingerprint(original, settings))
+    assert min(shares) >= 0.9 and tokens >= settings.min_tokens, (tokens, shares)
+    assert fingerprint.raw_code == copied, "the report shows the code as written"
