@@ -1,13 +1,19 @@
-"""Submissions per minute: the local pool against a 2-worker Dask cluster on the same cores.
+"""Submissions per minute per core for each exercise: the local pool and a 2-worker Dask cluster on the same cores.
 
-One class (``COPIES`` solution submissions of exercises 1-4, and of exercise 5 a fifth as many, as in a
-real mix) is graded three ways in one run, each from a clean cache: the local pool (``--jobs 2``), and
-a Dask cluster of two single-thread workers on 127.0.0.1, with and without a nanny (``--no-nanny``:
-a fork per submission; a nanny's daemonic worker starts a new interpreter instead). Dask's own
-overhead per task is measured apart, with empty tasks through the same cluster, and compared with
-the grading time; the projection for N workers divides the measured per-submission CPU cost by N.
+One class (``COPIES`` solution submissions of each of the five exercises) is graded twice in one run, each from a
+clean cache: by the local pool (``--jobs 2``) and by a Dask cluster of two single-thread workers on 127.0.0.1
+(``--no-nanny``: a fork per submission; ``--nanny`` for one nanny of two daemonic workers, which start a new
+interpreter per submission). Each submission takes one core while it is graded (one single-thread worker or pool
+process per core), so an exercise's rate per core is 60 over its median seconds per submission, as the grader
+records them. On a machine that other jobs load, a submission gets less than its core: the CPU seconds of each
+run (its processes' user and system time, sampled) over the sum of its submissions' seconds say how much, and each
+exercise's CPU seconds are estimated as its median times that share. Dask's own overhead per task is measured
+apart, with empty tasks through the same cluster. The projection for 1,000 students x 5 assignments on N workers
+(one per core) divides the class's grading seconds (1,000 times the sum of the exercises' medians on Dask) by N:
+as measured, and on cores of its own (CPU seconds). Every process the run started, sampled as it goes (pool,
+sandboxes, scheduler, workers and theirs), must be gone once the run is shut down.
 
-    python benchmarks/grading_throughput.py [--copies N]
+    python benchmarks/grading_throughput.py [--copies N] [--nanny]
 
 ``--load`` instead grades the load the suite once did (tests/test_dask.py keeps a smoke test of 25): 300 submissions
 across the five exercises, a fifth of them faulty (every fault kind of exercises 1-3: wrong answers, crashes, loops,
@@ -28,8 +34,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -44,11 +54,47 @@ from helpers.dask import (  # noqa: E402
     stop,
     wait_for_workers,
 )
-from helpers.grading import FAULT_KINDS, check_mixed_class, course, mixed_class  # noqa: E402
+from helpers.grading import ASSIGNMENTS, FAULT_KINDS, check_mixed_class, course, mixed_class  # noqa: E402
 
 # The load: weighted towards exercise 3, the cheapest to grade (seconds per submission on a Dask worker of the 2-core
 # VM: 9.7 for exercise 1, 9.8 for 2, 6.5 for 3, 18.9 for 4 and 34.3 for 5, whose tests fine-tune the course BERT).
 LOAD = {"01-word2vec": 20, "02-elmo": 20, "03-gpt": 250, "04-bert-pretraining": 5, "05-bert-finetuning": 5}
+STUDENTS = 1000  # the projection's class: 1,000 students, each handing in every exercise
+
+
+class Processes:
+    """Every process descended from the ones watched, and its CPU seconds, sampled every 0.2 s while the run goes on.
+    (The OS's accounting of children would miss most: the pools' forkservers, which reap the graders' processes,
+    are never waited for.) A process's last 0.2 s are not counted."""
+
+    def __init__(self):
+        self.roots: list[psutil.Process] = []
+        self.seen: dict[tuple[int, float], psutil.Process] = {}
+        self.cpu: dict[tuple[int, float], float] = {}  # user and system seconds, at the last sample
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def watch(self, *pids: int) -> None:
+        self.roots += [psutil.Process(pid) for pid in pids]
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.2):
+            for root in list(self.roots):
+                try:
+                    for p in [root, *root.children(recursive=True)]:
+                        key = (p.pid, p.create_time())
+                        self.seen.setdefault(key, p)
+                        self.cpu[key] = sum(p.cpu_times()[:2])
+                except psutil.Error:  # it ended between two calls
+                    pass
+
+    def left(self, grace: float = 10) -> list[psutil.Process]:
+        """The watched processes still running ``grace`` seconds after the run's shutdown."""
+        self._done.set()
+        self._thread.join()
+        _, alive = psutil.wait_procs(list(self.seen.values()), timeout=grace)
+        return still_running(alive)
 
 
 def build_class(course: Path, copies: int) -> int:
@@ -57,7 +103,7 @@ def build_class(course: Path, copies: int) -> int:
         (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, course / name)
     n = 0
     for folder in sorted((ROOT / "solutions").iterdir()):
-        for k in range(copies if not folder.name.startswith("05") else max(1, copies // 5)):
+        for k in range(copies):
             target = course / "submitted" / f"s{k:03d}" / folder.name
             target.mkdir(parents=True)
             shutil.copy(folder / f"{folder.name}.ipynb", target)
@@ -65,16 +111,40 @@ def build_class(course: Path, copies: int) -> int:
     return n
 
 
-def autograde(course: Path, *args: str) -> float:
+@dataclass
+class Run:
+    seconds: float  # wall time of the whole run
+    cpu: float  # CPU seconds of its processes
+    by_exercise: dict[str, list[float]]  # seconds per submission, as the grader recorded them
+
+    def median(self, exercise: str) -> float:
+        return statistics.median(self.by_exercise[exercise])
+
+    def share(self) -> float:
+        """The CPU seconds a second of a submission got."""
+        return min(1.0, self.cpu / sum(sum(v) for v in self.by_exercise.values()))
+
+
+def autograde(course: Path, processes: Processes, *args: str) -> Run:
+    """One run from a clean cache, without feedback; its CPU seconds are the caller's to add (a cluster's workers
+    count only once they have stopped)."""
     shutil.rmtree(course / ".grading-cache", ignore_errors=True)
     start = time.perf_counter()
-    subprocess.run(
+    run = subprocess.Popen(
         [sys.executable, "-m", "word2bert_grader", "--root", str(course), "autograde", "--no-feedback", *args],
-        check=True,
-        capture_output=True,
-        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1"},
     )
-    return time.perf_counter() - start
+    processes.watch(run.pid)
+    out, _ = run.communicate()
+    seconds = time.perf_counter() - start
+    assert run.returncode == 0, out[-3000:]
+    results = [json.loads(p.read_text(encoding="utf-8")) for p in (course / ".grading-cache").glob("*.json")]
+    results = [r for r in results if "seconds" in r]  # not the cache's own records (latest.json, ...)
+    assert results and all(not r["failed"] for r in results), [r["failed"] for r in results]
+    return Run(seconds, 0.0, {a: sorted(r["seconds"] for r in results if r["assignment"] == a) for a in ASSIGNMENTS})
 
 
 def start_cluster(nanny: bool) -> tuple[str, list[subprocess.Popen]]:
@@ -141,41 +211,78 @@ def load(after: int = 20) -> None:
         print(f"| {a} | {len(mine)} | {sum(k != 'honest' for k in mine.values())} ({counts}) | {medians} |")
 
 
+def duration(seconds: float) -> str:
+    return (
+        f"{seconds / 3600:.1f} h"
+        if seconds >= 3600
+        else f"{seconds / 60:.0f} min"
+        if seconds >= 120
+        else f"{seconds:.0f} s"
+    )
+
+
 def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)  # each row as it is measured, also into a file
     parser = argparse.ArgumentParser()
-    parser.add_argument("--copies", type=int, default=10)
+    parser.add_argument("--copies", type=int, default=3, help="solution submissions of each exercise")
+    parser.add_argument("--nanny", action="store_true", help="Dask workers under a nanny (a new interpreter each)")
     parser.add_argument("--load", action="store_true", help="300 submissions, a fifth faulty, a worker killed")
     args = parser.parse_args()
     if args.load:
         return load()
+    processes = Processes()
+    before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="grading-throughput-") as tmp:
         course = Path(tmp) / "course"
         n = build_class(course, args.copies)
-        rows = [("local pool, --jobs 2", autograde(course, "--jobs", "2"), None)]
-        for nanny in (False, True):
-            address, processes = start_cluster(nanny)
-            try:
-                overhead = dask_overhead(address)
-                label = "Dask, 2 workers, " + ("nanny (new interpreter)" if nanny else "--no-nanny (fork)")
-                rows.append((label, autograde(course, "--scheduler", address), overhead))
-            finally:
-                stop(processes)
-    print(
-        f"{n} solution submissions (exercises 1-4 x {args.copies}, exercise 5 x {max(1, args.copies // 5)}), "
-        f"{os.cpu_count()} cores"
-    )
-    print(f"{'executor':<44}{'seconds':>9}{'per minute':>12}{'s/submission':>14}{'Dask overhead/task':>20}")
-    for label, seconds, overhead in rows:
-        extra = f"{overhead * 1000:.1f} ms" if overhead is not None else "-"
-        print(f"{label:<44}{seconds:>9.0f}{n / seconds * 60:>12.1f}{seconds / n * 2:>14.2f}{extra:>20}")
-    cost = min(seconds for _, seconds, _ in rows) / n * 2  # CPU-seconds per submission on these 2 cores
-    print(f"projection (one submission costs {cost:.1f} CPU-s; one single-thread worker per core):")
-    for workers in (2, 8, 32, 128):
+        local = autograde(course, processes, "--jobs", "2")
+        local.cpu = sum(processes.cpu.values())
+        address, cluster = start_cluster(args.nanny)  # the cluster's CPU seconds include its start and stop
+        processes.watch(*(p.pid for p in cluster))
+        try:
+            overhead = dask_overhead(address)
+            dask = autograde(course, processes, "--scheduler", address)
+        finally:
+            stop(cluster)
+        dask.cpu = sum(processes.cpu.values()) - local.cpu
+    left = processes.left()
+    assert not left, f"processes left after the shutdown: {[p.cmdline()[:4] for p in left]}"
+    loads = ", ".join(f"{x:.1f}" for x in (*before, *os.getloadavg()))
+    workers = "nanny of 2 (new interpreter)" if args.nanny else "2 x --no-nanny (fork)"
+    print(f"{n} solution submissions ({args.copies} of each exercise), {os.cpu_count()} cores, load average {loads}")
+    print(f"{len(processes.seen)} processes started (pool, sandboxes, scheduler, workers), none left after shutdown")
+    print("| executor | wall s | submissions per minute | CPU-s per submission | CPU share | Dask overhead per task |")
+    print("|---|---|---|---|---|---|")
+    rows = (("local pool, --jobs 2", local, "-"), (f"Dask, {workers}", dask, f"{overhead * 1e3:.1f} ms"))
+    for label, run, extra in rows:
         print(
-            f"  {workers:>4} workers: {workers / cost * 60:>7.0f} submissions per minute; "
-            f"5,000 submissions in {5000 * cost / workers / 60:.0f} min"
+            f"| {label} | {run.seconds:.0f} | {n / run.seconds * 60:.1f} | {run.cpu / n:.1f} | {run.share():.2f} "
+            f"| {extra} |"
         )
+    print(
+        "| exercise | local: median s | local: per minute per core | Dask: median s | Dask: per minute per core "
+        "| Dask: CPU-s (est.) | per minute per core of its own |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for a in ASSIGNMENTS:
+        cpu_a = dask.median(a) * dask.share()
+        print(
+            f"| {a} | {local.median(a):.1f} | {60 / local.median(a):.1f} | {dask.median(a):.1f} | "
+            f"{60 / dask.median(a):.1f} | {cpu_a:.1f} | {60 / cpu_a:.1f} |"
+        )
+    # A run's wall time is its grading seconds over the workers, plus what idle workers wait at its end (this run's
+    # ratio of the two is printed); the projection leaves that tail out, small for a class of thousands.
+    per_student = sum(dask.median(a) for a in ASSIGNMENTS)
+    total = sum(sum(v) for v in dask.by_exercise.values())
+    print(
+        f"per student (5 submissions): {per_student:.0f} s on a worker, {per_student * dask.share():.0f} CPU-s; "
+        f"this Dask run: {dask.seconds:.0f} s wall against {total / 2:.0f} s of grading over 2 workers"
+    )
+    print(f"| workers (cores) | {STUDENTS:,} students x 5 assignments, as measured | on cores of their own |")
+    print("|---|---|---|")
+    for w in (2, 8, 32, 128):
+        measured, own = (STUDENTS * per_student * f / w for f in (1, dask.share()))
+        print(f"| {w} | {duration(measured)} | {duration(own)} |")
 
 
 if __name__ == "__main__":

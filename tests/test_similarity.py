@@ -9,7 +9,6 @@ another order, comments rewritten. A notebook that is not JSON is reported and t
 
 from __future__ import annotations
 
-import ast
 import csv
 import json
 import shutil
@@ -17,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.grading import disguised
 
 ROOT = Path(__file__).resolve().parents[1]
 A = "01-word2vec"
@@ -52,28 +52,6 @@ def fixture_answers(k: int) -> dict[str, str]:
     for path in sorted(CORRECT.glob("*.py")):
         found.setdefault(path.stem.split("__")[0], []).append(path)
     return {f: paths[k % len(paths)].read_text(encoding="utf-8") for f, paths in found.items()}
-
-
-class _Rename(ast.NodeTransformer):
-    """Every argument and local variable renamed, as a student hiding a copy would."""
-
-    def __init__(self):
-        self.names: dict[str, str] = {}
-
-    def visit_arg(self, node):
-        node.arg = self.names.setdefault(node.arg, f"my_{node.arg}_{len(self.names)}")
-        return node
-
-    def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Store) or node.id in self.names:
-            node.id = self.names.setdefault(node.id, f"my_{node.id}_{len(self.names)}")
-        return node
-
-
-def disguised(code: str, comment: str) -> str:
-    tree = ast.parse(code)
-    renamed = ast.unparse(_Rename().visit(tree))  # comments are dropped on the way
-    return "\n".join(f"{line}  # {comment}" if line.endswith(":") else line for line in renamed.split("\n"))
 
 
 def write(root: Path, student: str, answers: dict[str, str] | None = None, text: str | None = None) -> None:
@@ -133,3 +111,22 @@ def test_the_html_report_shows_each_pair_side_by_side(report):
     assert "01-word2vec/correct-1" not in page, "a file in no flagged pair is not in the report"
     assert page.count("highlight-red") >= 2 and page.count("highlight-green") >= 2, "matched code marked on both sides"
     assert "my_" in page and "I thought hard here" in page, "the students' code as they wrote it"
+
+
+def test_a_copied_class_whose_self_is_renamed_is_still_a_copy():
+    """pygments lexes ``self`` as a builtin name, which copydetect keeps as text: renaming it must not hide a copy
+    (exercises 2 and 5 are classes)."""
+    from copydetect import compare_files
+    from helpers.grading import solution_code
+
+    from word2bert_grader import similarity
+
+    settings = similarity.Settings()
+    answers = solution_code("02-elmo").values()
+    original = "\n\n".join(answers)
+    copied = "\n\n".join(disguised(code, "mine") for code in answers)
+    assert "my_self_" in copied
+    fingerprint = similarity._fingerprint(copied, settings)
+    tokens, shares, _ = compare_files(fingerprint, similarity._fingerprint(original, settings))
+    assert min(shares) >= 0.9 and tokens >= settings.min_tokens, (tokens, shares)
+    assert fingerprint.raw_code == copied, "the report shows the code as written"

@@ -28,6 +28,7 @@ import csv
 import html
 import io
 import logging
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,11 +120,22 @@ def compare(
     return report
 
 
+# pygments lexes ``self`` and ``cls`` as builtin names, which copydetect keeps as text, so a copied class whose
+# ``self`` is renamed would match nothing. Fingerprinted as names of the same length, they become variables like
+# any other; the report shows the code as written (same length, so copydetect's offsets still hold).
+_PSEUDO_NAMES = re.compile(r"\b(self|cls)\b")
+
+
 def _fingerprint(code: str, settings: Settings, boilerplate=()):
     from copydetect import CodeFingerprint
 
     window = settings.guarantee - settings.noise + 1
-    return CodeFingerprint("answer.py", settings.noise, window, boilerplate, True, "python", fp=io.StringIO(code))
+    named = _PSEUDO_NAMES.sub(lambda m: "v" * len(m.group()), code)
+    fingerprint = CodeFingerprint(
+        "answer.py", settings.noise, window, boilerplate, True, "python", fp=io.StringIO(named)
+    )
+    fingerprint.raw_code = code
+    return fingerprint
 
 
 def _compare_one(group: list[Answer], solution: str, boilerplate: str, settings: Settings):

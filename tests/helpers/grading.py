@@ -1,9 +1,11 @@
 """Submissions for the graders' tests and the load benchmark: the release and the solutions as notebooks, a
 submission made of chosen answers, the fixtures' alternative implementations, broken submissions of each fault
-kind, a course folder to grade them in, and what `make autograde` wrote there."""
+kind, a course folder to grade them in, what `make autograde` wrote there, and disguised copies (for the
+similarity report's test and benchmark)."""
 
 from __future__ import annotations
 
+import ast
 import copy
 import csv
 import random
@@ -224,3 +226,25 @@ def check_mixed_class(root: Path, plan: dict[tuple[str, str], str]) -> None:
             assert float(row["score"]) < float(row["max_score"]), (key, kind, row)
         if kind == "garbage":
             assert row["status"] == "failed" and "not a valid notebook" in row["reason"], (key, row)
+
+
+class _Rename(ast.NodeTransformer):
+    """Every argument and local variable renamed, as a student hiding a copy would."""
+
+    def __init__(self):
+        self.names: dict[str, str] = {}
+
+    def visit_arg(self, node):
+        node.arg = self.names.setdefault(node.arg, f"my_{node.arg}_{len(self.names)}")
+        return node
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Store) or node.id in self.names:
+            node.id = self.names.setdefault(node.id, f"my_{node.id}_{len(self.names)}")
+        return node
+
+
+def disguised(code: str, comment: str) -> str:
+    tree = ast.parse(code)
+    renamed = ast.unparse(_Rename().visit(tree))  # comments are dropped on the way
+    return "\n".join(f"{line}  # {comment}" if line.endswith(":") else line for line in renamed.split("\n"))
