@@ -21,6 +21,8 @@ import re
 import bleach
 from markdown_it import MarkdownIt
 
+from word2bert_grader.task import Result
+
 MAX_PAGE_CHARS = 2_000_000
 # Student text is rendered or cleaned within limits, because the libraries' cost is not linear in it: markdown-it
 # takes time quadratic in link reference definitions (switched off: "[a]: b" shows as text) and about 0.1 ms a
@@ -130,7 +132,7 @@ class Sanitizer:
         return "text/plain", text if isinstance(text, str) else ""
 
 
-def page(result: dict, records, sanitizer: Sanitizer) -> str:
+def page(result: Result, records, sanitizer: Sanitizer) -> str:
     """The student's page; ``records``' outputs made safe by ``sanitizer`` first (:meth:`Sanitizer.outputs`)."""
     budget = _Budget(MAX_PAGE_CHARS)
     parts = [_header(result)]
@@ -163,27 +165,23 @@ def page(result: dict, records, sanitizer: Sanitizer) -> str:
     return "".join(parts)
 
 
-def _header(result: dict) -> str:
-    title = f"{result['assignment']}: feedback for {result['student']}"
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in result["notes"])
+def _header(result: Result) -> str:
+    title = f"{result.assignment}: feedback for {result.student}"
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in result.notes)
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-        f"<p><b>Score: {result['score']:g} / {result['max_score']:g}</b>"
-        + (
-            f" and {sum(result.get('written', {}).values()):g} points of written answers, graded by hand"
-            if result.get("written")
-            else ""
-        )
+        f"<p><b>Score: {result.score:g} / {result.max_score:g}</b>"
+        + (f" and {sum(result.written.values()):g} points of written answers, graded by hand" if result.written else "")
         + "</p>"
         + (f"<div class='note'><p>While grading:</p><ul>{notes}</ul></div>" if notes else "")
     )
 
 
-def _test(record, result: dict) -> str:
+def _test(record, result: Result) -> str:
     step = record.step
     hidden = step.visible != step.source
-    earned = result["cells"].get(step.grade_id, 0.0)
+    earned = result.cells.get(step.grade_id, 0.0)
     verdict = "passed" if record.passed else "failed"
     body = (
         f"<div class='label'>test {html.escape(step.grade_id)}: {verdict}, {earned:g} / {step.points:g} "
@@ -237,10 +235,8 @@ def with_lateness(page: str, lateness, score: float) -> str:
     return head + found + note + rest if found else page
 
 
-def failure_page(result: dict) -> str:
-    return (
-        _header(result) + f"<p>Your submission could not be graded: {html.escape(result['failed'])}.</p></body></html>"
-    )
+def failure_page(result: Result) -> str:
+    return _header(result) + f"<p>Your submission could not be graded: {html.escape(result.failure)}.</p></body></html>"
 
 
 def graded_notebook(source_cells: list[dict], records) -> str:
