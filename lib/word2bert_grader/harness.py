@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from word2bert_grader import feedback, notebook
+from word2bert_grader import feedback, notebook, wire
+from word2bert_grader.notebook import Kind
 from word2bert_grader.proxy import SandboxFailure, Session, StudentError
 from word2bert_grader.sandbox import Sandbox, SandboxError, SandboxTimeout, printable
 from word2bert_grader.task import Result, Settings, Submission
@@ -75,7 +76,7 @@ def backstop(source_cells: list[dict], settings: Settings) -> float:
     student's own cells' budget, the replays' budget, start-ups, and the feedback (student cells cannot stretch it:
     their count and time are capped, and so are replays and the sizes of what the pages show)."""
     plan = notebook.plan(source_cells, source_cells)
-    cells = sum(settings.limit(s.grade_id) for s in plan.steps if s.kind in ("setup", "answer", "test"))
+    cells = sum(settings.limit(s.grade_id) for s in plan.steps if s.kind in (Kind.SETUP, Kind.ANSWER, Kind.TEST))
     return 120 + 2 * settings.student_seconds + settings.replay_seconds + 2 * cells
 
 
@@ -134,9 +135,9 @@ def _score(result: Result, records: list[Record], points: dict[str, float]) -> N
     """Scores, notes and the tampering verdicts of a run, into ``result``."""
     for r in records:
         s = r.step
-        if s.kind == "written":
+        if s.kind is Kind.WRITTEN:
             result.answers[s.grade_id] = s.source
-        if s.kind == "test" and r.passed:
+        if s.kind is Kind.TEST and r.passed:
             result.cells[s.grade_id] = points.get(s.grade_id, 0.0)
         label = s.grade_id or f"a cell of yours ({_first_line(s.source)})"
         if r.failure:
@@ -147,7 +148,7 @@ def _score(result: Result, records: list[Record], points: dict[str, float]) -> N
         # tested too (bound at the same place), passed it, and the same code failed here on an ordinary assertion
         # or error. A value the grader could not read, a crash or a time limit is reported as what it is.
         visible_only = s.visible == s.source
-        if s.kind == "test" and r.sandbox_passed and r.passed is False and visible_only and not r.sandbox_failed:
+        if s.kind is Kind.TEST and r.sandbox_passed and r.passed is False and visible_only and not r.sandbox_failed:
             result.tampering.append(f"{s.grade_id} passed in your notebook's kernel but failed in the grader")
         truncated = sum("characters, cut" in o.get("text", "") for o in r.outputs)
         if truncated:
@@ -240,23 +241,23 @@ class _Grader:
         bound = None  # (sandbox generation, cells run) when the contract's names were last bound
         for record in self.records:
             step = record.step
-            if step.kind in ("markdown", "written"):  # text: never run
+            if not step.kind.runs:  # text
                 continue
-            if step.kind == "setup":  # the source's read-only cells run in the grader's namespace too
+            if step.kind is Kind.SETUP:  # the source's read-only cells run in the grader's namespace too
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                     try:
                         exec(compile(step.source, f"<{step.grade_id}>", "exec"), namespace)
                     except Exception:  # a broken set-up cell fails the tests that need it
                         pass
             self.run_cell(record)
-            if step.kind == "test":
+            if step.kind is Kind.TEST:
                 bound = self.test(record, session, namespace, contract, bound)
 
     def run_cell(self, record: Record) -> None:
         """One cell in the sandbox (a test's visible half), within its limit."""
         step = record.step
         limit = self.config.limit(step.grade_id)
-        if step.kind == "student":  # scratch work: bounded in number and in total time
+        if step.kind is Kind.STUDENT:  # scratch work: bounded in number and in total time
             self.own_cells += 1
             limit = min(limit, self.config.student_seconds - self.own_seconds)
             if self.own_cells > MAX_STUDENT_CELLS or limit <= 0:
@@ -279,13 +280,13 @@ class _Grader:
             record.failure = _why(error)
             return
         finally:
-            if step.kind == "student":
+            if step.kind is Kind.STUDENT:
                 self.own_seconds += time.monotonic() - started
         self.ran.append(record)
         record.outputs = _outputs(reply.get("outputs"))
         error = reply.get("error")
         record.error = _error_text(error) if error else ""
-        if step.kind == "test":
+        if step.kind is Kind.TEST:
             record.sandbox_passed = error is None
 
     def test(self, record: Record, session: Session, namespace: dict, contract: list[str], bound):
@@ -320,7 +321,7 @@ class _Grader:
 
 
 def _sandboxed(step: notebook.Step) -> str:
-    return step.visible if step.kind == "test" else step.source
+    return step.visible if step.kind is Kind.TEST else step.source
 
 
 def _why(error: SandboxError) -> str:
@@ -373,9 +374,7 @@ def _error_text(error) -> str:
 
 def _cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
     """Student text as the grader keeps it: valid, and at most ``limit`` characters."""
-    if len(text) <= limit:
-        return notebook.valid_text(text)
-    return notebook.valid_text(text[:limit]) + f"\n... ({len(text):,} characters, cut)"
+    return notebook.valid_text(wire.cap(text, limit))
 
 
 def main() -> None:
