@@ -16,8 +16,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from .data import Vocab
-from .device import resolve
 from .training import progress_bar
 from .vectors import TrainedVectors
 from .word2vec import encode_corpus
@@ -116,7 +114,7 @@ class GloVe(TrainedVectors):
         batch_size: int = 4096,
         progress: bool = True,
     ):
-        self.config = GloVeConfig(
+        config = GloVeConfig(
             vector_size=vector_size,
             window=window,
             min_count=min_count,
@@ -127,14 +125,7 @@ class GloVe(TrainedVectors):
             batch_size=batch_size,
             seed=seed,
         )
-        self.device = resolve(device)
-        self.loss_history = []
-        if sentences is not None:
-            sentences = [list(s) for s in sentences]
-            self.vocab = Vocab.build(sentences, min_count=min_count)
-            torch.manual_seed(seed)
-            self.model = self.build_model(self.config, len(self.vocab)).to(self.device)
-            self.train(sentences, progress=progress)
+        super().__init__(config, sentences, device, progress=progress)
 
     @staticmethod
     def build_model(config: GloVeConfig, vocab_size: int) -> GloVeModel:
@@ -151,15 +142,17 @@ class GloVe(TrainedVectors):
         # AdaGrad's squared-gradient sums start at 1, as in the reference code
         optimizer = torch.optim.Adagrad(self.model.parameters(), lr=cfg.learning_rate, initial_accumulator_value=1.0)
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
-        warnings.filterwarnings("ignore", message="Sparse invariant checks")  # AdaGrad's sparse path says it each step
-        for _ in progress_bar(range(cfg.epochs), desc="GloVe", unit="epoch", show=progress):
-            order = torch.randperm(len(x), generator=generator, device=self.device)
-            total = 0.0
-            for start in range(0, len(order), cfg.batch_size):
-                batch = order[start : start + cfg.batch_size]
-                loss = self.model(rows[batch], cols[batch], x[batch], cfg.x_max, cfg.alpha)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                total += loss.item()
-            self.loss_history.append(total / len(x))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse invariant checks")  # AdaGrad's sparse path, each step
+            for _ in progress_bar(range(cfg.epochs), desc="GloVe", unit="epoch", show=progress):
+                order = torch.randperm(len(x), generator=generator, device=self.device)
+                total = 0.0
+                for start in range(0, len(order), cfg.batch_size):
+                    batch = order[start : start + cfg.batch_size]
+                    loss = self.model(rows[batch], cols[batch], x[batch], cfg.x_max, cfg.alpha)
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+                    total += loss.item()
+                self.loss_history.append(total / len(x))
+        self._wv = None

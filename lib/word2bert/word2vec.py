@@ -30,7 +30,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .data import Vocab
-from .device import resolve
 from .training import progress_bar
 from .vectors import TrainedVectors
 
@@ -284,7 +283,7 @@ class Word2Vec(TrainedVectors):
         progress: bool = True,
         autograd: bool = False,
     ):
-        self.config = Word2VecConfig(
+        config = Word2VecConfig(
             vector_size=vector_size,
             window=window,
             negative=negative,
@@ -297,12 +296,7 @@ class Word2Vec(TrainedVectors):
             batch_size=batch_size,
             seed=seed,
         )
-        self.device = resolve(device)
-        self.loss_history = []
-        if sentences is not None:
-            sentences = [list(s) for s in sentences]
-            self.build_vocab(sentences)
-            self.train(sentences, workers=workers, progress=progress, autograd=autograd)
+        super().__init__(config, sentences, device, workers=workers, progress=progress, autograd=autograd)
 
     @staticmethod
     def build_model(config: Word2VecConfig, vocab_size: int) -> Word2VecModel:
@@ -310,11 +304,6 @@ class Word2Vec(TrainedVectors):
 
     def word_vectors(self) -> torch.Tensor:
         return self.model.input_vectors.weight
-
-    def build_vocab(self, sentences: Sequence[Sequence[str]]) -> None:
-        self.vocab = Vocab.build(sentences, min_count=self.config.min_count)
-        torch.manual_seed(self.config.seed)
-        self.model = self.build_model(self.config, len(self.vocab)).to(self.device)
 
     def train(
         self, sentences: Sequence[Sequence[str]], workers: int = 1, progress: bool = True, autograd: bool = False
@@ -375,14 +364,16 @@ class Word2Vec(TrainedVectors):
         threads = torch.get_num_threads()
         with progress_bar(total=total, desc="word2vec", unit="word", show=progress) as bar:
             if workers == 1:
-                return work(0, bar)
-            torch.set_num_threads(1)  # one thread per worker: the workers are the parallelism
-            try:
-                with ThreadPoolExecutor(workers) as pool:
-                    for future in [pool.submit(work, k, bar) for k in range(workers)]:
-                        future.result()
-            finally:
-                torch.set_num_threads(threads)
+                work(0, bar)
+            else:
+                torch.set_num_threads(1)  # one thread per worker: the workers are the parallelism
+                try:
+                    with ThreadPoolExecutor(workers) as pool:
+                        for future in [pool.submit(work, k, bar) for k in range(workers)]:
+                            future.result()
+                finally:
+                    torch.set_num_threads(threads)
+        self._wv = None
 
     def _examples(self, ids: torch.Tensor, sentence: torch.Tensor, generator: torch.Generator):
         """(inputs, input mask or None, targets) of one chunk: skip-gram predicts each context from the center,
