@@ -8,12 +8,13 @@ import os
 import shutil
 import signal
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from word2bert_grader import executors, gradebook, pipeline
-from word2bert_grader.harness import Settings, failed_result
+from word2bert_grader.task import Result, Settings, Submission
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = pipeline.source(ROOT, "03-gpt")
@@ -23,47 +24,47 @@ SOURCE = pipeline.source(ROOT, "03-gpt")
 pytestmark = pytest.mark.slow
 
 
-def stand_in(student, assignment, submission, source, settings) -> dict:
+def stand_in(task: Submission) -> Result:
     """Grades in a pool process: "killer" kills it, as a grader that ran out of memory is killed; "stuck" never
     returns and no signal reaches it (as in a C call that does not return: the grader's own alarm cannot stop it)."""
-    if student.startswith("killer"):
+    if task.student.startswith("killer"):
         os._exit(9)
-    if student.startswith("stuck"):
+    if task.student.startswith("stuck"):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGTERM, signal.SIGINT})
         while True:
             time.sleep(1)
     time.sleep(0.3)  # long enough that several run together
-    return {**failed_result(student, assignment, source, ""), "score": 1.0}
+    return replace(Result.failed(task.student, task.assignment, task.source, ""), score=1.0)
 
 
 def test_a_worker_killed_by_one_submission_costs_the_others_nothing():
     students = ["a", "killer", "b", "c", "d", "e", "killer-2", "f"]
-    tasks = [(s, "03-gpt", b"", SOURCE, Settings().to_dict()) for s in students]
+    tasks = [Submission(s, "03-gpt", b"", SOURCE, Settings()) for s in students]
     start = time.monotonic()
     results = list(executors.local(tasks, 2, grade_one=stand_in))
-    by_student = {r["student"]: r for r in results}
+    by_student = {r.student: r for r in results}
     assert sorted(by_student) == sorted(students) and len(results) == len(students), "one row per submission"
     for s in students:
         if s.startswith("killer"):
-            assert by_student[s]["failed"] == "the grader's worker process died 3 times while grading it"
+            assert by_student[s].failure == "the grader's worker process died 3 times while grading it"
         else:  # unsafe: every submission still queued was charged the killer's deaths, and failed after three
-            assert not by_student[s]["failed"] and by_student[s]["score"] == 1.0, by_student[s]
+            assert not by_student[s].failure and by_student[s].score == 1.0, by_student[s]
     assert time.monotonic() - start < 120
 
 
 def test_a_worker_past_its_wall_clock_limit_is_stopped_and_only_its_submission_is_charged(monkeypatch):
     monkeypatch.setattr(executors, "deadline", lambda task: 6.0)  # the grader's backstop + a margin, made short
     students = ["a", "stuck", "b", "c", "d"]
-    tasks = [(s, "03-gpt", b"", SOURCE, Settings().to_dict()) for s in students]
+    tasks = [Submission(s, "03-gpt", b"", SOURCE, Settings()) for s in students]
     start = time.monotonic()
     results = list(executors.local(tasks, 2, grade_one=stand_in))
-    by_student = {r["student"]: r for r in results}
+    by_student = {r.student: r for r in results}
     assert sorted(by_student) == sorted(students) and len(results) == len(students), "one row per submission"
     # unsafe: the run waits for the stuck worker forever; or it is charged to the classmates graded beside it
-    assert by_student["stuck"]["failed"] == "grading was stopped after 6 s, its limit in all"
-    assert not by_student["stuck"]["transient"], "kept: the next run would only be stopped again"
+    assert by_student["stuck"].failure == "grading was stopped after 6 s, its limit in all"
+    assert not by_student["stuck"].transient, "kept: the next run would only be stopped again"
     for s in students[:1] + students[2:]:
-        assert not by_student[s]["failed"] and by_student[s]["score"] == 1.0, by_student[s]
+        assert not by_student[s].failure and by_student[s].score == 1.0, by_student[s]
     assert time.monotonic() - start < 60
     # unsafe: the stuck process goes on (forked by the forkserver, it shares its command line)
     left = [pid for pid in _children() if "forkserver" in _cmdline(pid)]
@@ -101,8 +102,8 @@ def test_a_failed_run_keeps_the_hand_score_of_an_unchanged_written_answer(tmp_pa
         (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, root / name)
     db = root / "gradebook.db"
     gradebook.generate(root, ["03-gpt"], db)
-    graded = {**failed_result("bob", "03-gpt", SOURCE, ""), "answers": {"written_mask": "It hides the future."}}
-    written = sorted(graded["written"])
+    graded = replace(Result.failed("bob", "03-gpt", SOURCE, ""), answers={"written_mask": "It hides the future."})
+    written = sorted(graded.written)
     assert written, "exercise 3 has a written answer"
     gradebook.record(db, [graded], regrade={("bob", "03-gpt", gid) for gid in written})
 
@@ -119,15 +120,15 @@ def test_a_failed_run_keeps_the_hand_score_of_an_unchanged_written_answer(tmp_pa
                 grade.manual_score = 2.0  # the instructor, in formgrader
         gb.db.commit()
     # a run in which bob's grading failed (a worker died, the machine was loaded): nothing is said of his text
-    failed = failed_result("bob", "03-gpt", SOURCE, "the grader's worker process died 3 times", transient=True)
-    gradebook.record(db, [failed])
-    assert failed["manual"] == dict.fromkeys(written), "a failed row counts no hand score"
+    failed = Result.failed("bob", "03-gpt", SOURCE, "the grader's worker process died 3 times", transient=True)
+    recorded = gradebook.record(db, [failed])
+    assert recorded.manual[failed.key] == dict.fromkeys(written), "a failed row counts no hand score"
     # unsafe: the failed run erased the instructor's score for good (the text stays recorded, so nothing asks
     # for it again)
     assert hand_scores() == dict.fromkeys(written, 2.0)
-    again = {**graded, "failed": ""}
-    gradebook.record(db, [again])
-    assert again["manual"] == dict.fromkeys(written, 2.0), "the next good run counts it again"
+    again = replace(graded, failure="")
+    recorded = gradebook.record(db, [again])
+    assert recorded.manual[again.key] == dict.fromkeys(written, 2.0), "the next good run counts it again"
 
 
 @pytest.fixture(autouse=True)

@@ -1,10 +1,12 @@
 """GloVe: co-occurrence counts, the weighting and the objective by hand, and proof that it learns."""
 
+import warnings
+
 import pytest
 import torch
 
 from word2bert import evaluation
-from word2bert.data import ToyWorld
+from word2bert.data import ToyWorld, Vocab
 from word2bert.glove import GloVe, cooccurrence_counts, glove_loss, glove_weighting
 
 
@@ -69,3 +71,16 @@ def test_vectors_are_w_plus_w_tilde_and_round_trip(glove, tmp_path):
     assert loaded.config == glove.config and loaded.loss_history == glove.loss_history
     torch.testing.assert_close(loaded.wv.vectors, glove.wv.vectors.cpu(), rtol=0, atol=0)
     assert loaded.embed_sentence(["the", "cat"]).shape == (1, 2, 32)
+
+
+def test_wv_is_built_once_and_again_after_training_and_the_warning_filter_is_left_alone():
+    # gensim's model.wv is one object; ours used to rebuild the vocabulary dict and renormalise on every access
+    sentences = [s for doc in ToyWorld(3).corpus(2_000) for s in doc]
+    filters = list(warnings.filters)
+    model = GloVe(sentences, vector_size=8, min_count=1, epochs=1, progress=False, device="cpu")
+    assert warnings.filters == filters, "GloVe.train changed the process's warning filters"
+    first = model.wv
+    assert model.wv is first
+    model.train(sentences, progress=False)
+    assert model.wv is not first, "after training, wv shows the new vectors"
+    torch.testing.assert_close(model.wv.vectors, model.word_vectors().detach()[len(Vocab.SPECIALS) :])

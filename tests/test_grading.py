@@ -50,6 +50,7 @@ from nbgrader.api import Gradebook
 
 from word2bert_grader import executors
 from word2bert_grader.pipeline import settings
+from word2bert_grader.task import Submission
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "grading"
@@ -192,8 +193,8 @@ def grade_variants() -> list[tuple[Variant, dict]]:
         source, notebook, variants[a] = variants_notebooks(a, files, heavy)
         limits = {f"{gid}__{v.name}": t for v in variants[a] for gid, t in config.cell_timeouts.items()}
         config_a = dataclasses.replace(config, cell_timeouts={**config.cell_timeouts, **limits})
-        tasks.append(("variants", a, notebook, source, config_a.to_dict()))
-    results = {r["assignment"]: r for r in executors.local(tasks, 2)}
+        tasks.append(Submission("variants", a, notebook, source, config_a))
+    results = {r.assignment: r for r in executors.local(tasks, 2)}
     return [(v, results[a]) for a in ASSIGNMENTS for v in variants[a]]
 
 
@@ -226,15 +227,15 @@ def test_every_other_fixture_is_graded_in_a_notebook_of_variants(graded):
     assert plan["variants"], "there are fixtures past the first of their function"
     problems = []
     for variant, result in plan["variants"]:
-        assert not result["failed"], (result["assignment"], result["failed"])
+        assert not result.failure, (result.assignment, result.failure)
         assert variant.tests, f"{variant.name}: no test cell of its own"
-        points = {t: grade_cells(result["assignment"])[t.split("__", 1)[0]] for t in variant.tests}
-        got = sum(result["cells"][t] for t in variant.tests)
+        points = {t: grade_cells(result.assignment)[t.split("__", 1)[0]] for t in variant.tests}
+        got = sum(result.cells[t] for t in variant.tests)
         if variant.correct and got != sum(points.values()):
             problems.append(f"correct {variant.name}: {got:g}/{sum(points.values()):g}")
         elif not variant.correct and got >= sum(points.values()):
             problems.append(f"wrong {variant.name} kept full marks")
-    assert not problems, problems + [r["notes"] for _, r in plan["variants"][:1]]
+    assert not problems, problems + [r.notes for _, r in plan["variants"][:1]]
 
 
 def test_each_wrong_implementation_loses_points_on_its_own_tests(graded):

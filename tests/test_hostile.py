@@ -885,11 +885,12 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
 def gradebook_courses(base: Path) -> dict[str, Path]:
     """Course roots whose gradebook.db was tampered with before grading (one release submission each)."""
     from word2bert_grader import gradebook
+    from word2bert_grader.task import Result
 
     template = course(base / "template")
     db = template / "gradebook.db"
     gradebook.generate(template, ["03-gpt"], db)
-    gradebook.record(db, [{"student": "release", "assignment": "03-gpt", "cells": {}}])
+    gradebook.record(db, [Result("release", "03-gpt")])
     plants = {
         "trigger": "CREATE TRIGGER full_marks AFTER UPDATE ON grade BEGIN "
         "UPDATE grade SET auto_score = 4 WHERE id = NEW.id; END; CREATE TABLE notes_of_mine (x TEXT);",

@@ -22,6 +22,7 @@ from torch import nn
 from word2bert_grader import feedback, notebook, wire
 from word2bert_grader.proxy import SandboxFailure, Session, StudentError
 from word2bert_grader.sandbox import Limits, Sandbox, Unavailable, check_available
+from word2bert_grader.task import Result
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
@@ -391,7 +392,7 @@ def test_feedback_escapes_and_sanitizes_what_the_student_wrote():
             "outputs": [],
         },
     )()
-    result = {"student": "<eve>", "assignment": "a", "score": 0, "max_score": 1, "notes": [], "cells": {}}
+    result = Result("<eve>", "a", max_score=1)
     sanitizer = feedback.Sanitizer()
     sanitizer.outputs([record, md])
     page = feedback.page(result, [record, md], sanitizer)

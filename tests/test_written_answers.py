@@ -9,9 +9,12 @@ the points apart until the instructor has given them. The whole path, formgrader
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from word2bert_grader import feedback, notebook
+from word2bert_grader.gradebook import Recorded
 from word2bert_grader.pipeline import total
+from word2bert_grader.task import Result
 
 MODEL_ANSWER = "MODEL ANSWER: the instructor's reference text"
 
@@ -67,15 +70,7 @@ def test_feedback_shows_the_answer_sanitized_and_the_graded_copy_keeps_its_grade
         type("R", (), {"step": s, "outputs": [], "failure": "", "passed": True, "test_output": "", "message": ""})()
         for s in plan.steps
     ]
-    result = {
-        "student": "s",
-        "assignment": "a",
-        "score": 2.0,
-        "max_score": 2.0,
-        "written": {"why_f": 3.0},
-        "notes": [],
-        "cells": {"test_f": 2.0},
-    }
+    result = Result("s", "a", score=2.0, max_score=2.0, written={"why_f": 3.0}, cells={"test_f": 2.0})
     page = feedback.page(result, records, feedback.Sanitizer())
     assert "<script>" not in page and 'href="javascript:' not in page, "shown as text, never as HTML or a link"
     assert "your written answer: why_f, 3 points, graded by hand" in page
@@ -91,9 +86,10 @@ def test_feedback_shows_the_answer_sanitized_and_the_graded_copy_keeps_its_grade
 
 
 def test_totals_count_hand_graded_points_once_given():
-    r = {"score": 2.0, "max_score": 2.0, "written": {"why_f": 3.0, "how_f": 1.0}, "failed": ""}
+    r = Result("s", "a", score=2.0, max_score=2.0, written={"why_f": 3.0, "how_f": 1.0})
     assert total(r) == (2.0, 6.0, 4.0), "nothing given yet: 4 points wait"
-    r["manual"] = {"why_f": 2.5, "how_f": None}
-    assert total(r) == (4.5, 6.0, 1.0)
-    assert total({**r, "failed": "not a notebook", "manual": {}}) == (2.0, 6.0, 0.0), "nothing to grade by hand"
-    assert total({"score": 1.0, "max_score": 2.0, "failed": ""}) == (1.0, 2.0, 0.0), "an older result"
+    recorded = Recorded(0, {r.key: {"why_f": 2.5, "how_f": None}})
+    assert total(r, recorded) == (4.5, 6.0, 1.0)
+    failed = replace(r, failure="not a notebook")
+    assert total(failed, Recorded(0, {r.key: {}})) == (2.0, 6.0, 0.0), "nothing to grade by hand"
+    assert total(Result("s", "a", score=1.0, max_score=2.0)) == (1.0, 2.0, 0.0), "an older result"

@@ -384,3 +384,24 @@ def pretrained_folder(name: str) -> Path:
             f"pip install {package} (in a checkout of the course, make setup installs it)"
         )
     return Path(spec.origin).parent / "model"
+
+
+@torch.no_grad()
+def fill_mask(model: nn.Module, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
+    """What the MLM head predicts at each ``[MASK]`` of ``text``: the ``top_k`` pieces with their probabilities.
+    ``model`` is a ``BertForPreTraining`` with its tokenizer (e.g. ``word2bert.bert.pretrained()``)."""
+    tok = model.tokenizer
+    parts = text.split(tok.vocab[tok.mask_id])
+    ids = [tok.cls_id]
+    for i, part in enumerate(parts):
+        ids += tok.encode(part).input_ids[1:-1]
+        ids += [tok.mask_id] if i < len(parts) - 1 else [tok.sep_id]
+    model.eval()
+    device = next(model.parameters()).device
+    input_ids = torch.tensor([ids], device=device)
+    probs = model(input_ids).prediction_logits[0, input_ids[0] == tok.mask_id].float().softmax(-1)
+    top = probs.topk(top_k, dim=-1)
+    return [
+        [(tok.vocab[i], p) for i, p in zip(row_ids.tolist(), row_p.tolist())]
+        for row_ids, row_p in zip(top.indices, top.values)
+    ]

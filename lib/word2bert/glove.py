@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from .data import Vocab
-from .device import resolve, training_threads
+from .device import training_threads
 from .training import progress_bar
 from .vectors import TrainedVectors
 from .word2vec import encode_corpus
@@ -118,7 +117,7 @@ class GloVe(TrainedVectors):
         progress: bool = True,
         threads: int | None = None,
     ):
-        self.config = GloVeConfig(
+        config = GloVeConfig(
             vector_size=vector_size,
             window=window,
             min_count=min_count,
@@ -129,14 +128,7 @@ class GloVe(TrainedVectors):
             batch_size=batch_size,
             seed=seed,
         )
-        self.device = resolve(device)
-        self.loss_history = []
-        if sentences is not None:
-            sentences = [list(s) for s in sentences]
-            self.vocab = Vocab.build(sentences, min_count=min_count)
-            torch.manual_seed(seed)
-            self.model = self.build_model(self.config, len(self.vocab)).to(self.device)
-            self.train(sentences, progress=progress, threads=threads)
+        super().__init__(config, sentences, device, progress=progress, threads=threads)
 
     @staticmethod
     def build_model(config: GloVeConfig, vocab_size: int) -> GloVeModel:
@@ -153,8 +145,8 @@ class GloVe(TrainedVectors):
         # AdaGrad's squared-gradient sums start at 1, as in the reference code
         optimizer = torch.optim.Adagrad(self.model.parameters(), lr=cfg.learning_rate, initial_accumulator_value=1.0)
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
-        warnings.filterwarnings("ignore", message="Sparse invariant checks")  # AdaGrad's sparse path says it each step
-        with training_threads(self.device, threads):
+        with warnings.catch_warnings(), training_threads(self.device, threads):
+            warnings.filterwarnings("ignore", message="Sparse invariant checks")  # AdaGrad's sparse path, each step
             for _ in progress_bar(range(cfg.epochs), desc="GloVe", unit="epoch", show=progress):
                 order = torch.randperm(len(x), generator=generator, device=self.device)
                 total = 0.0
@@ -166,3 +158,4 @@ class GloVe(TrainedVectors):
                     optimizer.step()
                     total += loss.item()
                 self.loss_history.append(total / len(x))
+        self._wv = None

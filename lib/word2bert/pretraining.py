@@ -1,19 +1,12 @@
-"""BERT's pre-training (Devlin et al. 2019, section 3.1 and appendix A): the data and the loop.
+"""BERT's pre-training (Devlin et al. 2019, section 3.1 and appendix A): the loss and the loop.
 
-Two tasks teach the encoder. Masked language modelling (MLM): 15% of the pieces are chosen; 80% of those become
-[MASK], 10% a random piece, 10% stay as they are, and the model predicts the original of each chosen piece.
-Next-sentence prediction (NSP): the input is ``[CLS] A [SEP] B [SEP]`` and the model says whether B followed A
-in the same document (IsNext, label 0) or was taken from another document (NotNext, label 1). The sentence task
-is an object (``SentenceObjective``): ALBERT's sentence-order prediction (``SOP``, A and B swapped as negatives)
-and RoBERTa's MLM alone (``MLM_ONLY``) are the alternatives to ``NSP``.
-
-Instances are built as the reference implementation's ``create_pretraining_data.py`` builds them: segments of
-several sentences up to a target length, a random B from another document half of the time (the sentences that
-B would have used are put back), and ``truncate_seq_pair`` trimming the longer segment at a random end. As in
-RoBERTa, masks are drawn afresh every time a batch is made (dynamic masking), so each epoch sees new ones.
+The data, masked language modelling and the sentence objectives (NSP, SOP, MLM alone), are
+:mod:`word2bert.pretraining_data`; its names are importable from here too, as the exercises and the book import them.
+``PretrainingObjective`` is the loss: MLM's cross-entropy on the masked positions plus the sentence objective's.
 
 The loop (``pretrain``) runs on one process or under ``torchrun`` with DistributedDataParallel: gloo on the CPU,
-NCCL on GPUs, a DistributedSampler giving each rank its share, bf16 autocast on GPUs.
+NCCL on GPUs, a DistributedSampler giving each rank its share, bf16 autocast on GPUs
+(:func:`word2bert.training.init_distributed`, :func:`word2bert.training.autocast`).
 """
 
 from __future__ import annotations
@@ -21,8 +14,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-import os
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -31,333 +22,66 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSampler
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
 from tqdm import tqdm
 
+from .bert import fill_mask
 from .device import resolve
-from .training import TrainConfig, to_device, train
-from .wordpiece import PREFIX, WordPieceTokenizer
+from .pretraining_data import (
+    IS_NEXT,
+    MLM_ONLY,
+    NOT_NEXT,
+    NSP,
+    SOP,
+    MaskedLMOnly,
+    NextSentencePrediction,
+    PretrainingCollator,
+    PretrainingDataset,
+    PretrainingInstance,
+    SentenceObjective,
+    SentenceOrderPrediction,
+    build_pair_input,
+    create_instances_from_document,
+    create_pretraining_instances,
+    mask_tokens,
+    tokenize_documents,
+    truncate_seq_pair,
+)
+from .training import TrainConfig, autocast, init_distributed, to_device, train
+from .wordpiece import WordPieceTokenizer
 
-IS_NEXT, NOT_NEXT = 0, 1
-
-# --- masked language modelling ---------------------------------------------------------------------------------
-
-
-def mask_tokens(
-    input_ids: torch.Tensor,
-    special_tokens_mask: torch.Tensor,
-    *,
-    vocab_size: int,
-    mask_token_id: int,
-    mlm_probability: float = 0.15,
-    generator: torch.Generator | None = None,
-    word_starts: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's masking of a batch [B, T]: returns new ``(corrupted_ids, labels)``; ``input_ids`` is untouched.
-
-    Each position that is not special is chosen with probability ``mlm_probability``; labels hold the original
-    id there and -100 elsewhere. A chosen position becomes [MASK] (80%), a uniformly random id (10%) or stays
-    (10%). With ``word_starts`` (True at the first piece of every word, and at special tokens) whole words are
-    chosen: every piece takes the draw of its word's first piece (whole-word masking, BERT's 2019 update).
-    All randomness comes from ``generator`` (drawn on its device, so a seed gives the same masks anywhere).
-    """
-    gen_device = generator.device if generator is not None else torch.device("cpu")
-    shape = input_ids.shape
-
-    def coin(p: float) -> torch.Tensor:
-        return torch.bernoulli(torch.full(shape, p, device=gen_device), generator=generator).bool()
-
-    chosen = coin(mlm_probability)
-    if word_starts is not None:
-        positions = torch.arange(shape[-1], device=gen_device).expand(shape)
-        start_of_word = torch.where(word_starts.to(gen_device), positions, 0).cummax(dim=-1).values
-        chosen = chosen.gather(-1, start_of_word)
-    chosen = chosen.to(input_ids.device) & ~special_tokens_mask.bool()
-    to_mask = coin(0.8).to(input_ids.device) & chosen
-    to_random = coin(0.5).to(input_ids.device) & chosen & ~to_mask  # half of the remaining 20%
-    random_ids = torch.randint(vocab_size, shape, generator=generator, device=gen_device).to(input_ids.device)
-
-    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, -100))
-    corrupted = torch.where(to_mask, torch.full_like(input_ids, mask_token_id), input_ids)
-    corrupted = torch.where(to_random, random_ids, corrupted)
-    return corrupted, labels
-
-
-# --- next-sentence prediction ----------------------------------------------------------------------------------
-
-
-@dataclass
-class PretrainingInstance:
-    """One sentence-pair example before masking: segment A, segment B (lists of piece ids) and whether the pair is
-    a negative of the sentence objective (for NSP, B from another document; for SOP, A and B swapped)."""
-
-    tokens_a: list[int]
-    tokens_b: list[int]
-    is_random_next: bool
-
-    @property
-    def next_sentence_label(self) -> int:
-        return NOT_NEXT if self.is_random_next else IS_NEXT
-
-
-def truncate_seq_pair(
-    tokens_a: Sequence, tokens_b: Sequence, max_num_tokens: int, rng: random.Random | None = None
-) -> tuple[list, list]:
-    """Copies of A and B cut to ``max_num_tokens`` together: one piece at a time from the longer (B on a tie),
-    from its front or its back at random with ``rng`` (the reference implementation), from the back without."""
-    a, b = list(tokens_a), list(tokens_b)
-    while len(a) + len(b) > max_num_tokens:
-        longer = a if len(a) > len(b) else b
-        if rng is not None and rng.random() < 0.5:
-            del longer[0]
-        else:
-            longer.pop()
-    return a, b
-
-
-def build_pair_input(
-    tokens_a: Sequence[int], tokens_b: Sequence[int], *, cls_id: int, sep_id: int, max_len: int | None = None
-) -> tuple[list[int], list[int]]:
-    """``(input_ids, token_type_ids)`` of ``[CLS] A [SEP] B [SEP]``: segment 0 up to the first [SEP], then 1.
-    With ``max_len`` the pair is first cut by ``truncate_seq_pair`` to fit."""
-    if max_len is not None:
-        tokens_a, tokens_b = truncate_seq_pair(tokens_a, tokens_b, max_len - 3)
-    input_ids = [cls_id, *tokens_a, sep_id, *tokens_b, sep_id]
-    token_type_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
-    return input_ids, token_type_ids
-
-
-class SentenceObjective:
-    """The sentence-level task beside MLM, learnt by the classifier on [CLS] (``BertForPreTraining.nsp``): which
-    pairs it must tell from a true continuation. ``NSP``, ``SOP`` and ``MLM_ONLY`` are the three there are.
-
-    ``pair`` turns a chunk of consecutive sentences, cut after sentence ``a_end``, into ``(A, B, is_negative,
-    sentences used)``; the chunk's unused sentences go back for the next instance.
-    """
-
-    name = ""  # as the book's tables print it
-    task = ""  # the classifier's task, as its accuracy is printed
-    trained = True  # whether the classifier's cross-entropy is added to MLM's
-    needs_other_documents = False  # whether B may come from another document
-
-    def pair(self, chunk, a_end, documents, document_index, target_length, rng) -> tuple[list, list, bool, int]:
-        raise NotImplementedError
-
-    @staticmethod
-    def contiguous(chunk, a_end, rng) -> tuple[list, list]:
-        """A and B, the chunk before and after the cut; a one-sentence chunk is cut inside its sentence."""
-        if len(chunk) == 1 and len(chunk[0]) >= 2:
-            cut = rng.randint(1, len(chunk[0]) - 1)
-            return list(chunk[0][:cut]), list(chunk[0][cut:])
-        return [t for s in chunk[:a_end] for t in s], [t for s in chunk[a_end:] for t in s]
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-class NextSentencePrediction(SentenceObjective):
-    """BERT's NSP: half of the time (always for a one-sentence chunk) B is taken from a random *other* document,
-    from a random sentence on, up to the target length; the chunk's sentences after A are put back."""
-
-    name, task = "MLM + NSP", "NSP"
-    needs_other_documents = True
-
-    def pair(self, chunk, a_end, documents, document_index, target_length, rng):
-        tokens_a = [t for s in chunk[:a_end] for t in s]
-        if len(chunk) == 1 or rng.random() < 0.5:
-            tokens_b: list[int] = []
-            other = rng.randrange(len(documents) - 1)
-            other += other >= document_index  # uniform over the other documents, never this one
-            random_document = documents[other]
-            for sentence in random_document[rng.randrange(len(random_document)) :]:
-                tokens_b += sentence
-                if len(tokens_b) >= target_length - len(tokens_a):
-                    break
-            return tokens_a, tokens_b, True, a_end
-        return tokens_a, [t for s in chunk[a_end:] for t in s], False, len(chunk)
-
-
-class SentenceOrderPrediction(SentenceObjective):
-    """ALBERT's SOP (Lan et al. 2020, section 4.2): A and B are always consecutive text of one document, and half
-    of the time they are swapped. Topic gives nothing away, so only coherence and order can. (ALBERT's script
-    falls back to another document for a one-sentence chunk; here it is cut inside its sentence, so that every
-    negative is a swap.)"""
-
-    name, task = "MLM + SOP", "SOP"
-
-    def pair(self, chunk, a_end, documents, document_index, target_length, rng):
-        tokens_a, tokens_b = self.contiguous(chunk, a_end, rng)
-        if rng.random() < 0.5:
-            return tokens_b, tokens_a, True, len(chunk)
-        return tokens_a, tokens_b, False, len(chunk)
-
-
-class MaskedLMOnly(SentenceObjective):
-    """No sentence-level task, as RoBERTa (Liu et al. 2019): the same [CLS] A [SEP] B [SEP] inputs, always
-    consecutive text, and the loss is MLM's alone (the [CLS] classifier is left untrained)."""
-
-    name, task = "MLM alone", "[CLS] head (untrained)"
-    trained = False
-
-    def pair(self, chunk, a_end, documents, document_index, target_length, rng):
-        return *self.contiguous(chunk, a_end, rng), False, len(chunk)
-
-
-NSP, SOP, MLM_ONLY = NextSentencePrediction(), SentenceOrderPrediction(), MaskedLMOnly()
-
-
-def create_instances_from_document(
-    documents: Sequence[Sequence[Sequence[int]]],
-    document_index: int,
-    max_seq_length: int,
-    rng: random.Random,
-    short_seq_prob: float = 0.1,
-    objective: SentenceObjective = NSP,
-) -> list[PretrainingInstance]:
-    """Sentence-pair instances from one document, as the reference ``create_instances_from_document``.
-
-    Sentences are gathered into a chunk until it reaches a target length (``max_seq_length - 3``, or with
-    probability ``short_seq_prob`` a shorter random one, so fine-tuning's short inputs are not new). A random
-    split of the chunk gives A, and ``objective`` makes B (for NSP: the rest of the chunk, or half of the time
-    sentences from a random *other* document, in which case the chunk's unused sentences are put back).
-    ``documents`` hold non-empty sentences of piece ids; NSP needs at least two documents.
-    """
-    if objective.needs_other_documents and len(documents) < 2:
-        raise ValueError("next-sentence prediction needs at least two documents (B may come from another one)")
-    document = documents[document_index]
-    max_num_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
-    target_seq_length = max_num_tokens
-    if rng.random() < short_seq_prob:
-        target_seq_length = rng.randint(2, max_num_tokens)
-
-    instances: list[PretrainingInstance] = []
-    chunk: list[Sequence[int]] = []
-    chunk_length = 0
-    i = 0
-    while i < len(document):
-        chunk.append(document[i])
-        chunk_length += len(document[i])
-        if i == len(document) - 1 or chunk_length >= target_seq_length:
-            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-            tokens_a, tokens_b, negative, used = objective.pair(
-                chunk, a_end, documents, document_index, target_seq_length, rng
-            )
-            i -= len(chunk) - used  # put the unused sentences back
-            tokens_a, tokens_b = truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
-            if tokens_a and tokens_b:
-                instances.append(PretrainingInstance(tokens_a, tokens_b, negative))
-            chunk, chunk_length = [], 0
-        i += 1
-    return instances
-
-
-def create_pretraining_instances(
-    documents: Sequence[Sequence[Sequence[int]]],
-    max_seq_length: int,
-    seed: int = 0,
-    short_seq_prob: float = 0.1,
-    dupe_factor: int = 1,
-    objective: SentenceObjective = NSP,
-) -> list[PretrainingInstance]:
-    """Instances of ``objective`` from every document (``dupe_factor`` passes with different splits), shuffled
-    with ``seed``.
-
-    Empty sentences and documents are dropped first. On short documents like ours the reference procedure makes
-    more NotNext than IsNext instances (one-sentence chunks are always NotNext, and the sentences put back after a
-    NotNext make further instances): 58-62% NotNext. The surplus of the larger class is dropped at random, so
-    NSP's labels are balanced and always guessing NotNext scores 50% (SOP's, nearly balanced already, too).
-    """
-    docs = [[list(s) for s in d if len(s)] for d in documents]
-    docs = [d for d in docs if d]
-    rng = random.Random(seed)
-    instances = [
-        instance
-        for _ in range(dupe_factor)
-        for index in range(len(docs))
-        for instance in create_instances_from_document(docs, index, max_seq_length, rng, short_seq_prob, objective)
-    ]
-    if not objective.trained:
-        rng.shuffle(instances)
-        return instances
-    by_label = [[x for x in instances if not x.is_random_next], [x for x in instances if x.is_random_next]]
-    n = min(map(len, by_label))
-    instances = [x for group in by_label for x in rng.sample(group, n)]
-    rng.shuffle(instances)
-    return instances
-
-
-def tokenize_documents(
-    tokenizer: WordPieceTokenizer, documents: Sequence[Sequence[Sequence[str]]]
-) -> list[list[list[int]]]:
-    """Documents of word lists -> documents of piece-id lists (no [CLS]/[SEP])."""
-    return [[tokenizer.encode_words(s).input_ids[1:-1] for s in doc] for doc in documents]
-
-
-# --- dataset and collate ---------------------------------------------------------------------------------------
-
-
-class PretrainingDataset(Dataset):
-    """The NSP instances; masking happens in ``PretrainingCollator``, anew for every batch."""
-
-    def __init__(self, instances: Sequence[PretrainingInstance]):
-        self.instances = list(instances)
-
-    def __len__(self) -> int:
-        return len(self.instances)
-
-    def __getitem__(self, index: int) -> PretrainingInstance:
-        return self.instances[index]
-
-
-class PretrainingCollator:
-    """Pads a list of instances into a batch and masks it with its own generator (dynamic masking).
-
-    Returns input_ids, token_type_ids, attention_mask, labels (MLM, -100 where nothing is predicted) and
-    next_sentence_label, each a tensor with the batch first.
-    """
-
-    def __init__(
-        self,
-        tokenizer: WordPieceTokenizer,
-        mlm_probability: float = 0.15,
-        whole_word_mask: bool = False,
-        seed: int = 0,
-    ):
-        self.tokenizer, self.mlm_probability, self.whole_word_mask = tokenizer, mlm_probability, whole_word_mask
-        self.generator = torch.Generator().manual_seed(seed)
-        self.is_continuation = torch.tensor([t.startswith(PREFIX) for t in tokenizer.vocab])
-        self.special_ids = torch.tensor([tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id])
-
-    def __call__(self, instances: Sequence[PretrainingInstance]) -> dict[str, torch.Tensor]:
-        tok = self.tokenizer
-        pairs = [build_pair_input(x.tokens_a, x.tokens_b, cls_id=tok.cls_id, sep_id=tok.sep_id) for x in instances]
-        T = max(len(ids) for ids, _ in pairs)
-        input_ids = torch.full((len(pairs), T), tok.pad_id)
-        token_type_ids = torch.zeros((len(pairs), T), dtype=torch.long)
-        attention_mask = torch.zeros((len(pairs), T), dtype=torch.long)
-        for row, (ids, types) in enumerate(pairs):
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-            token_type_ids[row, : len(ids)] = torch.tensor(types)
-            attention_mask[row, : len(ids)] = 1
-        special = torch.isin(input_ids, self.special_ids)
-        word_starts = ~self.is_continuation[input_ids] if self.whole_word_mask else None
-        corrupted, labels = mask_tokens(
-            input_ids,
-            special,
-            vocab_size=tok.vocab_size,
-            mask_token_id=tok.mask_id,
-            mlm_probability=self.mlm_probability,
-            generator=self.generator,
-            word_starts=word_starts,
-        )
-        return {
-            "input_ids": corrupted,
-            "token_type_ids": token_type_ids,
-            "attention_mask": attention_mask,
-            "labels": labels,
-            "next_sentence_label": torch.tensor([x.next_sentence_label for x in instances]),
-        }
-
+# What moved to pretraining_data, training and bert is still importable from here, where the exercises, the book
+# and the scripts import it; this module's own names follow.
+__all__ = [
+    "IS_NEXT",
+    "MLM_ONLY",
+    "MaskedLMOnly",
+    "NOT_NEXT",
+    "NSP",
+    "NextSentencePrediction",
+    "PretrainingCollator",
+    "PretrainingDataset",
+    "PretrainingInstance",
+    "SOP",
+    "SentenceObjective",
+    "SentenceOrderPrediction",
+    "autocast",
+    "build_pair_input",
+    "create_instances_from_document",
+    "create_pretraining_instances",
+    "fill_mask",
+    "init_distributed",
+    "mask_tokens",
+    "tokenize_documents",
+    "truncate_seq_pair",
+    "PretrainConfig",
+    "PretrainResult",
+    "PretrainingObjective",
+    "eval_batches",
+    "evaluate",
+    "parameter_digest",
+    "pretrain",
+]
 
 # --- the loop --------------------------------------------------------------------------------------------------
 
@@ -408,11 +132,6 @@ class PretrainingObjective(nn.Module):
         return mlm + F.cross_entropy(nsp_logits, next_sentence_label), mlm_logits, nsp_logits
 
 
-def autocast(device: torch.device):
-    """bf16 mixed precision on GPUs; full precision elsewhere (CPU autocast would only slow the course down)."""
-    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
-
-
 @torch.no_grad()
 def evaluate(
     model: nn.Module,
@@ -455,21 +174,6 @@ def eval_batches(
     """Evaluation batches masked once with a fixed seed, so every evaluation scores the same predictions."""
     collate = PretrainingCollator(tokenizer, mlm_probability, seed=seed)
     return [collate(instances[i : i + batch_size]) for i in range(0, len(instances), batch_size)]
-
-
-def init_distributed(device: str | torch.device | None = None) -> tuple[int, int, torch.device]:
-    """(rank, world_size, device). Under ``torchrun`` (WORLD_SIZE > 1) joins the process group: NCCL with one
-    GPU per rank on CUDA, gloo on the CPU. A plain ``python`` run is rank 0 of 1."""
-    device = resolve(device)
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size == 1:
-        return 0, 1, device
-    if device.type == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
-    if not dist.is_initialized():
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    return dist.get_rank(), dist.get_world_size(), device
 
 
 def parameter_digest(model: nn.Module) -> str:
@@ -558,24 +262,3 @@ def _epoch(loader: DataLoader, sampler, epoch: int):
     if isinstance(sampler, DistributedSampler):
         sampler.set_epoch(epoch)  # a new order every epoch, the same on every rank
     yield from loader
-
-
-@torch.no_grad()
-def fill_mask(model: nn.Module, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
-    """What the MLM head predicts at each ``[MASK]`` of ``text``: the ``top_k`` pieces with their probabilities.
-    ``model`` is a ``BertForPreTraining`` with its tokenizer (e.g. ``word2bert.bert.pretrained()``)."""
-    tok = model.tokenizer
-    parts = text.split(tok.vocab[tok.mask_id])
-    ids = [tok.cls_id]
-    for i, part in enumerate(parts):
-        ids += tok.encode(part).input_ids[1:-1]
-        ids += [tok.mask_id] if i < len(parts) - 1 else [tok.sep_id]
-    model.eval()
-    device = next(model.parameters()).device
-    input_ids = torch.tensor([ids], device=device)
-    probs = model(input_ids).prediction_logits[0, input_ids[0] == tok.mask_id].float().softmax(-1)
-    top = probs.topk(top_k, dim=-1)
-    return [
-        [(tok.vocab[i], p) for i, p in zip(row_ids.tolist(), row_p.tolist())]
-        for row_ids, row_p in zip(top.indices, top.values)
-    ]

@@ -26,7 +26,7 @@ from torch import nn
 from . import heads
 from .data import NLI_LABELS, POS_TAGS, ToyWorld
 from .metrics import accuracy, macro_f1, qa_scores
-from .pretraining import build_pair_input
+from .pretraining_data import build_pair_input
 from .probes import linear_probe_accuracy
 from .wordpiece import WordPieceTokenizer
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import nn
 from tqdm import tqdm
 
@@ -159,3 +161,23 @@ def train(
             for callback in callbacks:
                 callback(step, history[-1])
     return history
+
+
+def autocast(device: torch.device):
+    """bf16 mixed precision on GPUs; full precision elsewhere (CPU autocast would only slow the course down)."""
+    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
+def init_distributed(device: str | torch.device | None = None) -> tuple[int, int, torch.device]:
+    """(rank, world_size, device). Under ``torchrun`` (WORLD_SIZE > 1) joins the process group: NCCL with one
+    GPU per rank on CUDA, gloo on the CPU. A plain ``python`` run is rank 0 of 1."""
+    device = resolve(device)
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size == 1:
+        return 0, 1, device
+    if device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return dist.get_rank(), dist.get_world_size(), device

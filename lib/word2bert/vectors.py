@@ -255,12 +255,35 @@ class KeyedVectors:
 
 class TrainedVectors:
     """What Word2Vec and GloVe share: a vocabulary, a torch module, a config dataclass and a loss history, with
-    ``wv``, ``embed_sentence`` and safetensors save/load. Subclasses name their config and build their module."""
+    ``wv``, ``embed_sentence`` and safetensors save/load. Subclasses name their config, build their module and
+    train it."""
 
     config_class: type
     vocab: Vocab
     model: nn.Module
     loss_history: list[float]
+    _wv: KeyedVectors | None = None  # built on first use after each training, then kept (as gensim's)
+
+    def __init__(self, config, sentences, device: str | torch.device | None, **train_options):
+        """Keep ``config`` (a ``config_class``; its ``min_count`` and ``seed`` build the vocabulary and the module);
+        with ``sentences``, build the vocabulary and train on them at once, as gensim does."""
+        self.config = config
+        self.device = resolve(device)
+        self.loss_history = []
+        if sentences is not None:
+            sentences = [list(s) for s in sentences]
+            self.build_vocab(sentences)
+            self.train(sentences, **train_options)
+
+    def build_vocab(self, sentences: Sequence[Sequence[str]]) -> None:
+        """The vocabulary of ``sentences`` (``min_count`` and above) and a freshly initialised module for it."""
+        self.vocab = Vocab.build(sentences, min_count=self.config.min_count)
+        torch.manual_seed(self.config.seed)
+        self.model = self.build_model(self.config, len(self.vocab)).to(self.device)
+        self._wv = None
+
+    def train(self, sentences: Sequence[Sequence[str]], **options) -> None:
+        raise NotImplementedError
 
     @staticmethod
     def build_model(config, vocab_size: int) -> nn.Module:
@@ -272,8 +295,11 @@ class TrainedVectors:
 
     @property
     def wv(self) -> KeyedVectors:
-        first = len(Vocab.SPECIALS)  # the special tokens never occur in training text
-        return KeyedVectors(self.vocab.itos[first:], self.word_vectors().detach()[first:])
+        """The trained vectors, built once (``model.wv is model.wv``) and again after each ``train``."""
+        if self._wv is None:
+            first = len(Vocab.SPECIALS)  # the special tokens never occur in training text
+            self._wv = KeyedVectors(self.vocab.itos[first:], self.word_vectors().detach()[first:])
+        return self._wv
 
     def embed_sentence(self, tokens: Sequence[str]) -> torch.Tensor:
         """[1, len(tokens), dim]: the static vectors (zeros for unknown words)."""

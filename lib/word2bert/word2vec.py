@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from . import kernels
 from .data import Vocab
-from .device import resolve, training_threads
+from .device import training_threads
 from .training import progress_bar
 from .vectors import TrainedVectors
 
@@ -309,7 +309,7 @@ class Word2Vec(TrainedVectors):
         fused: bool = True,
         threads: int | None = None,
     ):
-        self.config = Word2VecConfig(
+        config = Word2VecConfig(
             vector_size=vector_size,
             window=window,
             negative=negative,
@@ -322,12 +322,16 @@ class Word2Vec(TrainedVectors):
             batch_size=batch_size,
             seed=seed,
         )
-        self.device = resolve(device)
-        self.loss_history = []
-        if sentences is not None:
-            sentences = [list(s) for s in sentences]
-            self.build_vocab(sentences)
-            self.train(sentences, workers=workers, progress=progress, autograd=autograd, fused=fused, threads=threads)
+        super().__init__(
+            config,
+            sentences,
+            device,
+            workers=workers,
+            progress=progress,
+            autograd=autograd,
+            fused=fused,
+            threads=threads,
+        )
 
     @staticmethod
     def build_model(config: Word2VecConfig, vocab_size: int) -> Word2VecModel:
@@ -335,11 +339,6 @@ class Word2Vec(TrainedVectors):
 
     def word_vectors(self) -> torch.Tensor:
         return self.model.input_vectors.weight
-
-    def build_vocab(self, sentences: Sequence[Sequence[str]]) -> None:
-        self.vocab = Vocab.build(sentences, min_count=self.config.min_count)
-        torch.manual_seed(self.config.seed)
-        self.model = self.build_model(self.config, len(self.vocab)).to(self.device)
 
     def train(
         self,
@@ -411,10 +410,12 @@ class Word2Vec(TrainedVectors):
             progress_bar(total=total, desc="word2vec", unit="word", show=progress) as bar,
         ):
             if workers == 1:
-                return work(0, bar)
-            with ThreadPoolExecutor(workers) as pool:
-                for future in [pool.submit(work, k, bar) for k in range(workers)]:
-                    future.result()
+                work(0, bar)
+            else:
+                with ThreadPoolExecutor(workers) as pool:
+                    for future in [pool.submit(work, k, bar) for k in range(workers)]:
+                        future.result()
+        self._wv = None
 
     def _examples(self, ids: torch.Tensor, sentence: torch.Tensor, generator: torch.Generator):
         """(inputs, input mask or None, targets) of one chunk: skip-gram predicts each context from the center,

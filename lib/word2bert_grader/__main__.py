@@ -100,8 +100,8 @@ def main(argv: list[str] | None = None) -> None:
         json.dumps(
             {
                 "submissions": len(results),
-                "failed": sum(bool(r["failed"]) for r in results),
-                "tampering_suspected": sum(bool(r["tampering"]) for r in results),
+                "failed": sum(bool(r.failure) for r in results),
+                "tampering_suspected": sum(bool(r.tampering) for r in results),
                 "sandbox": not args.unsafe_no_sandbox,
             }
         )

@@ -1,8 +1,8 @@
 """Where submissions are graded: a pool of local processes, or a Dask cluster.
 
-A task is ``(student, assignment, submission bytes, source bytes, settings)``; its result is the dict
-of :func:`word2bert_grader.harness.grade`. Nothing is shared but these values, so workers need no
-folder of the course: a Dask worker only needs the project installed and bubblewrap.
+A task is a :class:`~word2bert_grader.task.Submission`; its result, the
+:class:`~word2bert_grader.task.Result` of :func:`word2bert_grader.harness.grade`. Nothing is shared but these
+values, so workers need no folder of the course: a Dask worker only needs the project installed and bubblewrap.
 
 Both executors run every submission in a fresh fork of a process that has imported torch already
 (one per submission: no state of one submission's tests reaches the next), yield results as they
@@ -15,7 +15,6 @@ one ends a process stuck where no signal reaches Python (a C call that does not 
 
 from __future__ import annotations
 
-import base64
 import json
 import multiprocessing
 import os
@@ -31,23 +30,25 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
+from word2bert_grader.task import Result, Submission
+
 ATTEMPTS = 3  # deaths of the worker grading a submission before it is scored 0
 MARGIN = 120  # seconds past the grader's own limit for a whole submission before its worker is killed
 
 
-def deadline(task: tuple) -> float:
+def deadline(task: Submission) -> float:
     """Seconds task ``task`` may take in all, on any executor."""
     from word2bert_grader import harness, notebook
 
-    return harness.backstop(notebook.read_cells(task[3]), harness.Settings.from_dict(task[4])) + MARGIN
+    return harness.backstop(notebook.read_cells(task.source), task.settings) + MARGIN
 
 
-def overtime(task: tuple, limit: float) -> dict:
+def overtime(task: Submission, limit: float) -> Result:
     """The row of a submission whose grading was stopped at its wall-clock limit (kept: the next run would only
     be stopped again)."""
-    from word2bert_grader.harness import failed_result
-
-    return failed_result(task[0], task[1], task[3], f"grading was stopped after {limit:g} s, its limit in all")
+    return Result.failed(
+        task.student, task.assignment, task.source, f"grading was stopped after {limit:g} s, its limit in all"
+    )
 
 
 def _kill(pids) -> None:
@@ -89,13 +90,11 @@ def _exit_with(owner: int) -> None:
     threading.Thread(target=watch, name="exit-with-owner", daemon=True).start()
 
 
-def failed(task: tuple, reason: str) -> dict:
-    from word2bert_grader.harness import failed_result
-
-    return failed_result(task[0], task[1], task[3], reason, transient=True)
+def failed(task: Submission, reason: str) -> Result:
+    return Result.failed(task.student, task.assignment, task.source, reason, transient=True)
 
 
-def local(tasks: list[tuple], jobs: int, grade_one=None) -> Iterator[dict]:
+def local(tasks: list[Submission], jobs: int, grade_one=None) -> Iterator[Result]:
     """``jobs`` worker processes on this machine, each grading one task with ``grade_one`` (by default
     :func:`word2bert_grader.harness.grade_in_own_process`; a test passes a stand-in).
 
@@ -149,23 +148,23 @@ def _late(folder: str, running: set[int], limits: dict[int, float]) -> dict[int,
     return late
 
 
-def _started(folder: str, i: int, task: tuple, grade_one=None) -> dict:
+def _started(folder: str, i: int, task: Submission, grade_one=None) -> Result:
     """In a pool process: leave a mark that task ``i`` has started (when, by whom), then grade it."""
     from word2bert_grader.harness import grade_in_own_process
 
     with open(os.path.join(folder, str(i)), "w", encoding="utf-8") as mark:
         mark.write(str(os.getpid()))
-    return (grade_one or grade_in_own_process)(*task)
+    return (grade_one or grade_in_own_process)(task)
 
 
-def _alone(task: tuple, limit: float, grade_one=None) -> dict:
+def _alone(task: Submission, limit: float, grade_one=None) -> Result:
     """A submission whose worker died while grading it, graded again by itself in a pool of its own."""
     from word2bert_grader.harness import grade_in_own_process
 
     for _ in range(ATTEMPTS - 1):
         pool = fork_pool(1)
         try:
-            return pool.submit(grade_one or grade_in_own_process, *task).result(timeout=limit)
+            return pool.submit(grade_one or grade_in_own_process, task).result(timeout=limit)
         except FutureTimeout:
             _kill(list(pool._processes))
             return overtime(task, limit)
@@ -181,7 +180,7 @@ def _alone(task: tuple, limit: float, grade_one=None) -> dict:
 _POOL: ProcessPoolExecutor | None = None
 
 
-def grade_in_fork(*task) -> dict:
+def grade_in_fork(task: Submission) -> Result:
     """On a Dask worker: grade in a fresh process, as the local pool does (one process per submission).
 
     A fork of a process that has imported torch already, where the worker may have children; a
@@ -197,7 +196,7 @@ def grade_in_fork(*task) -> dict:
     for _ in range(ATTEMPTS):
         if _POOL is None:
             _POOL = fork_pool(multiprocessing.cpu_count())
-        future = _POOL.submit(grade_in_own_process, *task)
+        future = _POOL.submit(grade_in_own_process, task)
         try:
             return future.result(timeout=limit)
         except FutureTimeout:
@@ -211,19 +210,8 @@ def grade_in_fork(*task) -> dict:
     return failed(task, f"the grader's process died {ATTEMPTS} times while grading it")
 
 
-def _grade_in_subprocess(task: tuple, limit: float) -> dict:
-    student, assignment, submission, source, settings = task
-    payload = json.dumps(
-        {
-            "task": [
-                student,
-                assignment,
-                base64.b64encode(submission).decode(),
-                base64.b64encode(source).decode(),
-                settings,
-            ]
-        }
-    )
+def _grade_in_subprocess(task: Submission, limit: float) -> Result:
+    payload = json.dumps({"task": task.to_json()})
     for _ in range(ATTEMPTS):
         try:
             run = subprocess.run(
@@ -236,21 +224,23 @@ def _grade_in_subprocess(task: tuple, limit: float) -> dict:
         except subprocess.TimeoutExpired:  # subprocess.run has killed it; its sandbox dies with it
             return overtime(task, limit)
         if run.returncode == 0:
-            return json.loads(run.stdout)
+            return Result.from_json(json.loads(run.stdout)) or failed(task, "the grader's process gave no result")
     return failed(
         task,
         f"the grader's process died {ATTEMPTS} times while grading it ({run.stderr.decode(errors='replace')[-300:]})",
     )
 
 
-def cluster(tasks: list[tuple], scheduler: str) -> Iterator[dict]:
+def cluster(tasks: list[Submission], scheduler: str) -> Iterator[Result]:
     """A running Dask cluster (``dask scheduler`` and ``dask worker``s), at address ``scheduler``."""
     from distributed import Client, as_completed
     from distributed.scheduler import KilledWorker
 
     with Client(scheduler, timeout="30s") as client:
         futures = {
-            client.submit(grade_in_fork, *task, pure=False, retries=0, key=f"grade-{task[0]}-{task[1]}-{i}"): task
+            client.submit(
+                grade_in_fork, task, pure=False, retries=0, key=f"grade-{task.student}-{task.assignment}-{i}"
+            ): task
             for i, task in enumerate(tasks)
         }
         for future in as_completed(futures):

@@ -21,6 +21,9 @@ import re
 import bleach
 from markdown_it import MarkdownIt
 
+from word2bert_grader.notebook import Kind
+from word2bert_grader.task import Result
+
 MAX_PAGE_CHARS = 2_000_000
 # Student text is rendered or cleaned within limits, because the libraries' cost is not linear in it: markdown-it
 # takes time quadratic in link reference definitions (switched off: "[a]: b" shows as text) and about 0.1 ms a
@@ -130,16 +133,16 @@ class Sanitizer:
         return "text/plain", text if isinstance(text, str) else ""
 
 
-def page(result: dict, records, sanitizer: Sanitizer) -> str:
+def page(result: Result, records, sanitizer: Sanitizer) -> str:
     """The student's page; ``records``' outputs made safe by ``sanitizer`` first (:meth:`Sanitizer.outputs`)."""
     budget = _Budget(MAX_PAGE_CHARS)
     parts = [_header(result)]
     for record in records:
         step = record.step
-        if step.kind == "markdown":
+        if step.kind is Kind.MARKDOWN:
             text = sanitizer.markdown(step.source) if step.student_markdown else _markdown.render(step.source)
             parts.append(budget.take(f"<div class='cell'>{text}</div>"))
-        elif step.kind in ("setup", "answer", "student"):
+        elif step.kind in (Kind.SETUP, Kind.ANSWER, Kind.STUDENT):
             label = {"setup": "read-only cell", "answer": f"your answer: {step.grade_id}", "student": "your cell"}[
                 step.kind
             ]
@@ -148,9 +151,9 @@ def page(result: dict, records, sanitizer: Sanitizer) -> str:
             if record.failure:
                 body += f"<p class='note'>This cell {html.escape(record.failure)}.</p>"
             parts.append(budget.take(f"<div class='cell'>{body}</div>"))
-        elif step.kind == "test":
+        elif step.kind is Kind.TEST:
             parts.append(budget.take(_test(record, result)))
-        elif step.kind == "written":
+        elif step.kind is Kind.WRITTEN:
             label = f"your written answer: {step.grade_id}, {step.points:g} points, graded by hand"
             answer = sanitizer.markdown(step.source) if step.source.strip() else "<p>(no answer)</p>"
             parts.append(
@@ -163,27 +166,23 @@ def page(result: dict, records, sanitizer: Sanitizer) -> str:
     return "".join(parts)
 
 
-def _header(result: dict) -> str:
-    title = f"{result['assignment']}: feedback for {result['student']}"
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in result["notes"])
+def _header(result: Result) -> str:
+    title = f"{result.assignment}: feedback for {result.student}"
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in result.notes)
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-        f"<p><b>Score: {result['score']:g} / {result['max_score']:g}</b>"
-        + (
-            f" and {sum(result.get('written', {}).values()):g} points of written answers, graded by hand"
-            if result.get("written")
-            else ""
-        )
+        f"<p><b>Score: {result.score:g} / {result.max_score:g}</b>"
+        + (f" and {sum(result.written.values()):g} points of written answers, graded by hand" if result.written else "")
         + "</p>"
         + (f"<div class='note'><p>While grading:</p><ul>{notes}</ul></div>" if notes else "")
     )
 
 
-def _test(record, result: dict) -> str:
+def _test(record, result: Result) -> str:
     step = record.step
     hidden = step.visible != step.source
-    earned = result["cells"].get(step.grade_id, 0.0)
+    earned = result.cells.get(step.grade_id, 0.0)
     verdict = "passed" if record.passed else "failed"
     body = (
         f"<div class='label'>test {html.escape(step.grade_id)}: {verdict}, {earned:g} / {step.points:g} "
@@ -237,10 +236,8 @@ def with_lateness(page: str, lateness, score: float) -> str:
     return head + found + note + rest if found else page
 
 
-def failure_page(result: dict) -> str:
-    return (
-        _header(result) + f"<p>Your submission could not be graded: {html.escape(result['failed'])}.</p></body></html>"
-    )
+def failure_page(result: Result) -> str:
+    return _header(result) + f"<p>Your submission could not be graded: {html.escape(result.failure)}.</p></body></html>"
 
 
 def graded_notebook(source_cells: list[dict], records) -> str:
@@ -255,15 +252,15 @@ def graded_notebook(source_cells: list[dict], records) -> str:
     budget = _Budget(MAX_PAGE_CHARS)  # the instructor's copy has a size cap too
     for record in records:
         step = record.step
-        metadata = meta.get(step.grade_id, {}) if step.kind != "student" and step.kind != "markdown" else {}
-        if step.kind in ("markdown", "written"):  # a written answer keeps its grade id: formgrader grades it there
+        metadata = meta.get(step.grade_id, {}) if step.kind not in (Kind.STUDENT, Kind.MARKDOWN) else {}
+        if not step.kind.runs:  # a written answer keeps its grade id: formgrader grades it there
             text = _fenced(step.source) if step.student_markdown else step.source
             cells.append({"cell_type": "markdown", "metadata": metadata, "source": text})
             continue
         outputs = []
         # a test cell shows the grader's verdict only: what its visible half printed in the sandbox (run there to
         # catch tampering, without the course library) is not the test's result and would mislead
-        for o in record.outputs if step.kind != "test" else []:
+        for o in record.outputs if step.kind is not Kind.TEST else []:
             if not budget.fits(len(json.dumps(o))):  # the cleaned output (Sanitizer.outputs) is what is counted
                 outputs.append({"output_type": "stream", "name": "stdout", "text": "(output left out: size limit)"})
                 break
@@ -273,7 +270,7 @@ def graded_notebook(source_cells: list[dict], records) -> str:
                 outputs.append({"output_type": "display_data", "data": o["data"], "metadata": {}})
         if record.failure:
             outputs.append({"output_type": "error", "ename": "NotGraded", "evalue": record.failure, "traceback": []})
-        if step.kind == "test":
+        if step.kind is Kind.TEST:
             if record.test_output:
                 outputs.append({"output_type": "stream", "name": "stdout", "text": record.test_output})
             if not record.passed:

@@ -12,7 +12,10 @@ import sqlite3
 import sys
 import tempfile
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from word2bert_grader.task import Result
 
 
 class RefusedGradebook(RuntimeError):
@@ -72,41 +75,49 @@ def prepare(root: Path, names: list[str], db: Path) -> None:
         generate(root, names, db, Path(tmp) / "release")
 
 
-def record(db: Path, results: list[dict], regrade: set[tuple[str, str, str]] = frozenset()) -> int:
+@dataclass
+class Recorded:
+    """What :func:`record` found in the gradebook."""
+
+    reset: int  # manual scores or extra credit on test cells, reset (for the summary)
+    # (student, assignment) -> grade id of a written answer -> the instructor's score, or None while it waits
+    manual: dict[tuple[str, str], dict[str, float | None]] = field(default_factory=dict)
+
+
+def record(db: Path, results: list[Result], regrade: set[tuple[str, str, str]] = frozenset()) -> Recorded:
     """Write every result's scores into the gradebook, from this one process.
 
     The gradebook then says what grades.csv says: a manual score or extra credit on a test cell is
-    reset (every test here is graded by the grader; nothing but a run of it sets a score). Returns
-    how many were reset, for the summary.
+    reset (every test here is graded by the grader; nothing but a run of it sets a score).
 
     A written answer is the instructor's to grade, in formgrader: its manual score stays, unless the
-    answer is in ``regrade`` ((student, assignment, grade id): a text not recorded before this run),
-    and each result gets ``manual`` (grade id -> the score given, or None while it waits).
+    answer is in ``regrade`` ((student, assignment, grade id): a text not recorded before this run).
+    Returns how many scores were reset and the hand scores of every result's written answers.
     """
     from nbgrader.api import Gradebook
 
-    reset = 0
+    recorded = Recorded(0)
     with Gradebook(f"sqlite:///{db}", "word2bert") as gb, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes from inside nbgrader's API
         for r in results:
-            gb.update_or_create_student(r["student"])
-            submission = gb.update_or_create_submission(r["assignment"], r["student"])
-            r["manual"] = {}
+            gb.update_or_create_student(r.student)
+            submission = gb.update_or_create_submission(r.assignment, r.student)
+            manual = recorded.manual[r.key] = {}
             for nb in submission.notebooks:
                 for grade in nb.grades:
-                    if grade.name in r.get("written", {}):
+                    if grade.name in r.written:
                         # A failed run (perhaps only a loaded machine) leaves the hand score alone: the text it
                         # was given for is still the recorded one, and counts again once the run succeeds.
-                        if not r["failed"] and (r["student"], r["assignment"], grade.name) in regrade:
+                        if not r.failure and (r.student, r.assignment, grade.name) in regrade:
                             grade.manual_score = grade.extra_credit = None
                         grade.auto_score = None
-                        grade.needs_manual_grade = grade.manual_score is None and not r["failed"]
-                        r["manual"][grade.name] = None if r["failed"] else grade.manual_score
+                        grade.needs_manual_grade = grade.manual_score is None and not r.failure
+                        manual[grade.name] = None if r.failure else grade.manual_score
                         continue
-                    reset += grade.manual_score is not None or grade.extra_credit not in (None, 0)
-                    grade.auto_score = r["cells"].get(grade.name, 0.0)
+                    recorded.reset += grade.manual_score is not None or grade.extra_credit not in (None, 0)
+                    grade.auto_score = r.cells.get(grade.name, 0.0)
                     grade.manual_score = None
                     grade.extra_credit = None
                     grade.needs_manual_grade = False
             gb.db.commit()
-    return reset
+    return recorded

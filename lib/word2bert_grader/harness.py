@@ -34,42 +34,19 @@ import signal
 import threading
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 
-from word2bert_grader import feedback, notebook
+from word2bert_grader import feedback, notebook, wire
+from word2bert_grader.notebook import Kind
 from word2bert_grader.proxy import SandboxFailure, Session, StudentError
-from word2bert_grader.sandbox import Limits, Sandbox, SandboxError, SandboxTimeout, printable
+from word2bert_grader.sandbox import Sandbox, SandboxError, SandboxTimeout, printable
+from word2bert_grader.task import Result, Settings, Submission
 
 MAX_OUTPUT_CHARS = 20_000  # per output of a cell, as nbgrader's LimitOutput
 MAX_STUDENT_CELLS = 200  # cells of the student's own beyond the answers: more are not run
 MAX_NOTES = 20
-
-
-@dataclass
-class Settings:
-    timeout: float = 20.0  # seconds per cell
-    cell_timeouts: dict[str, float] = field(default_factory=dict)  # longer limits by grade id
-    limits: Limits = field(default_factory=Limits)
-    unsafe: bool = False  # no bubblewrap (--unsafe-no-sandbox)
-    max_restarts: int = 8
-    feedback: bool = True
-    student_seconds: float = 120.0  # the time the student's own cells beyond the answers may take together
-    # Replays after restarts, in all: each restart runs again every cell that finished before (each within its own
-    # limit), so without a budget of their own 8 restarts of a notebook of slow cells outlast the whole submission's
-    # limit (whose overtime is graded again on every run). Honest cells take seconds: this is many restarts' worth.
-    replay_seconds: float = 240.0
-
-    def limit(self, grade_id) -> float:
-        return float(self.cell_timeouts.get(grade_id, self.timeout))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Settings:
-        return cls(**{**d, "limits": Limits(**d["limits"])})
 
 
 @dataclass
@@ -94,59 +71,30 @@ class _Overtime(BaseException):
     pass
 
 
-def failed_result(student: str, assignment: str, source: bytes, reason: str, transient: bool = False) -> dict:
-    """The result of a submission that could not be graded: zero on every test, with the reason.
-
-    ``transient``: the cause was the grading machinery (a worker died), not the submission; such a
-    result is not cached, so that the next run tries again.
-    """
-    source_cells = notebook.read_cells(source)
-    points = notebook.points(source_cells)
-    # Written answers are graded by hand (formgrader): their points are counted apart, and the pipeline adds the
-    # scores the instructor has given. "answers" holds the student's text of each, for that.
-    return {
-        "student": student,
-        "assignment": assignment,
-        "cells": dict.fromkeys(points, 0.0),
-        "max_score": sum(points.values()),
-        "written": notebook.written_points(source_cells),
-        "answers": {},
-        "score": 0.0,
-        "failed": reason,
-        "notes": [],
-        "tampering": [],
-        "seconds": 0.0,
-        "feedback": "",
-        "autograded": "",
-        "sandbox": {},
-        "transient": transient,
-    }
-
-
 def backstop(source_cells: list[dict], settings: Settings) -> float:
     """Seconds the whole grading of a submission of this source may take: every source cell's limit twice, the
     student's own cells' budget, the replays' budget, start-ups, and the feedback (student cells cannot stretch it:
     their count and time are capped, and so are replays and the sizes of what the pages show)."""
     plan = notebook.plan(source_cells, source_cells)
-    cells = sum(settings.limit(s.grade_id) for s in plan.steps if s.kind in ("setup", "answer", "test"))
+    cells = sum(settings.limit(s.grade_id) for s in plan.steps if s.kind in (Kind.SETUP, Kind.ANSWER, Kind.TEST))
     return 120 + 2 * settings.student_seconds + settings.replay_seconds + 2 * cells
 
 
-def grade(student: str, assignment: str, submission: bytes, source: bytes, settings: dict) -> dict:
+def grade(task: Submission) -> Result:
     """The whole grading of one submission (see the module docstring)."""
-    config = Settings.from_dict(settings)
+    config = task.settings
     start = time.perf_counter()
-    source_cells = notebook.read_cells(source)
+    source_cells = notebook.read_cells(task.source)
     points = notebook.points(source_cells)
-    result = failed_result(student, assignment, source, "")
+    result = Result.failed(task.student, task.assignment, task.source, "")
     try:
-        cells = notebook.read_cells(submission)
+        cells = notebook.read_cells(task.notebook)
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        result["failed"] = f"not a valid notebook ({type(error).__name__}: {str(error)[:200]})"
-        result["feedback"] = feedback.failure_page(result) if config.feedback else ""
-        return notebook.valid_data(result)
+        result.failure = f"not a valid notebook ({type(error).__name__}: {str(error)[:200]})"
+        result.feedback = feedback.failure_page(result) if config.feedback else ""
+        return result.valid()
     plan = notebook.plan(source_cells, cells)
-    result["notes"] += plan.notes
+    result.notes += plan.notes
     records = [Record(step) for step in plan.steps]
     sandbox = Sandbox(config.limits, config.unsafe)
     limit = backstop(source_cells, config)
@@ -158,76 +106,74 @@ def grade(student: str, assignment: str, submission: bytes, source: bytes, setti
         try:
             grader = _Grader(config, sandbox, records)
             grader.run(plan.contract)
-            result["sandbox"] = grader.hello
+            result.sandbox = grader.hello
         except SandboxError as error:  # the sandbox could not even start
-            result["failed"] = f"the sandbox could not start: {error}"
+            result.failure = f"the sandbox could not start: {error}"
         finally:
             sandbox.close()
         _score(result, records, points)
         sanitizer = feedback.Sanitizer()
         sanitizer.outputs(records)
         if config.feedback:
-            failed = result["failed"]
-            result["feedback"] = feedback.failure_page(result) if failed else feedback.page(result, records, sanitizer)
-        result["autograded"] = feedback.graded_notebook(source_cells, records)
+            failed = result.failure
+            result.feedback = feedback.failure_page(result) if failed else feedback.page(result, records, sanitizer)
+        result.autograded = feedback.graded_notebook(source_cells, records)
     except _Overtime:
-        result.update(cells=dict.fromkeys(points, 0.0), score=0.0, autograded="", transient=True)
-        result["failed"] = f"grading took longer than {limit:g} s in all"  # a loaded machine, perhaps: next run again
-        result["feedback"] = feedback.failure_page(result) if config.feedback else ""
+        result.cells, result.score, result.autograded, result.transient = dict.fromkeys(points, 0.0), 0.0, "", True
+        result.failure = f"grading took longer than {limit:g} s in all"  # a loaded machine, perhaps: next run again
+        result.feedback = feedback.failure_page(result) if config.feedback else ""
     finally:
         if main:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, previous)
         sandbox.close()
-    result["seconds"] = time.perf_counter() - start
-    return notebook.valid_data(result)
+    result.seconds = time.perf_counter() - start
+    return result.valid()
 
 
-def _score(result: dict, records: list[Record], points: dict[str, float]) -> None:
+def _score(result: Result, records: list[Record], points: dict[str, float]) -> None:
     """Scores, notes and the tampering verdicts of a run, into ``result``."""
     for r in records:
         s = r.step
-        if s.kind == "written":
-            result["answers"][s.grade_id] = s.source
-        if s.kind == "test" and r.passed:
-            result["cells"][s.grade_id] = points.get(s.grade_id, 0.0)
+        if s.kind is Kind.WRITTEN:
+            result.answers[s.grade_id] = s.source
+        if s.kind is Kind.TEST and r.passed:
+            result.cells[s.grade_id] = points.get(s.grade_id, 0.0)
         label = s.grade_id or f"a cell of yours ({_first_line(s.source)})"
         if r.failure:
-            result["notes"].append(f"cell {label} {r.failure}")
+            result.notes.append(f"cell {label} {r.failure}")
         if r.wrote_stderr:
-            result["notes"].append(
-                f"your code wrote to stderr during {s.grade_id} (warnings are not counted against you)"
-            )
+            result.notes.append(f"your code wrote to stderr during {s.grade_id} (warnings are not counted against you)")
         # Evidence of tampering: the kernel ran this whole test (it has no hidden part) on the values the grader
         # tested too (bound at the same place), passed it, and the same code failed here on an ordinary assertion
         # or error. A value the grader could not read, a crash or a time limit is reported as what it is.
         visible_only = s.visible == s.source
-        if s.kind == "test" and r.sandbox_passed and r.passed is False and visible_only and not r.sandbox_failed:
-            result["tampering"].append(f"{s.grade_id} passed in your notebook's kernel but failed in the grader")
+        if s.kind is Kind.TEST and r.sandbox_passed and r.passed is False and visible_only and not r.sandbox_failed:
+            result.tampering.append(f"{s.grade_id} passed in your notebook's kernel but failed in the grader")
         truncated = sum("characters, cut" in o.get("text", "") for o in r.outputs)
         if truncated:
-            result["notes"].append(f"cell {label} printed too much: output truncated")
-    if len(result["notes"]) > MAX_NOTES:
-        result["notes"][MAX_NOTES:] = [f"... and {len(result['notes']) - MAX_NOTES} more"]
-    result["notes"] = [printable(n) for n in result["notes"]]
-    if result["failed"]:
-        result["cells"] = dict.fromkeys(points, 0.0)
-    result["score"] = sum(result["cells"].values())
-    if result["tampering"]:
-        result["notes"].append("tampering suspected: " + "; ".join(result["tampering"]))
+            result.notes.append(f"cell {label} printed too much: output truncated")
+    if len(result.notes) > MAX_NOTES:
+        result.notes[MAX_NOTES:] = [f"... and {len(result.notes) - MAX_NOTES} more"]
+    result.notes = [printable(n) for n in result.notes]
+    if result.failure:
+        result.cells = dict.fromkeys(points, 0.0)
+    result.score = sum(result.cells.values())
+    if result.tampering:
+        result.notes.append("tampering suspected: " + "; ".join(result.tampering))
 
 
-def grade_in_own_process(student: str, assignment: str, submission: bytes, source: bytes, settings: dict) -> dict:
+def grade_in_own_process(task: Submission) -> Result:
     """:func:`grade`, in a process that grades this one submission and exits (the executors' workers, ``main``).
 
     The tests run here, on what the student's code returned: a tensor shaped to broadcast into gigabytes
     in the tests' own arithmetic would take this process down with the machine's memory, and the other
     submissions in its pool with it. A soft limit on its data (``Limits.grader_mb``) makes such an
     allocation fail, and the test with it; the sandbox it starts lifts the limit for itself."""
-    cap, hard = Settings.from_dict(settings).limits.grader_mb * 2**20, resource.getrlimit(resource.RLIMIT_DATA)[1]
+    cap, hard = task.settings.limits.grader_mb * 2**20, resource.getrlimit(resource.RLIMIT_DATA)[1]
     if cap:
         resource.setrlimit(resource.RLIMIT_DATA, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
-    return grade(student, assignment, submission, source, settings)
+    return grade(task)
 
 
 def _overtime(signum, frame):
@@ -295,23 +241,23 @@ class _Grader:
         bound = None  # (sandbox generation, cells run) when the contract's names were last bound
         for record in self.records:
             step = record.step
-            if step.kind in ("markdown", "written"):  # text: never run
+            if not step.kind.runs:  # text
                 continue
-            if step.kind == "setup":  # the source's read-only cells run in the grader's namespace too
+            if step.kind is Kind.SETUP:  # the source's read-only cells run in the grader's namespace too
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                     try:
                         exec(compile(step.source, f"<{step.grade_id}>", "exec"), namespace)
                     except Exception:  # a broken set-up cell fails the tests that need it
                         pass
             self.run_cell(record)
-            if step.kind == "test":
+            if step.kind is Kind.TEST:
                 bound = self.test(record, session, namespace, contract, bound)
 
     def run_cell(self, record: Record) -> None:
         """One cell in the sandbox (a test's visible half), within its limit."""
         step = record.step
         limit = self.config.limit(step.grade_id)
-        if step.kind == "student":  # scratch work: bounded in number and in total time
+        if step.kind is Kind.STUDENT:  # scratch work: bounded in number and in total time
             self.own_cells += 1
             limit = min(limit, self.config.student_seconds - self.own_seconds)
             if self.own_cells > MAX_STUDENT_CELLS or limit <= 0:
@@ -334,13 +280,13 @@ class _Grader:
             record.failure = _why(error)
             return
         finally:
-            if step.kind == "student":
+            if step.kind is Kind.STUDENT:
                 self.own_seconds += time.monotonic() - started
         self.ran.append(record)
         record.outputs = _outputs(reply.get("outputs"))
         error = reply.get("error")
         record.error = _error_text(error) if error else ""
-        if step.kind == "test":
+        if step.kind is Kind.TEST:
             record.sandbox_passed = error is None
 
     def test(self, record: Record, session: Session, namespace: dict, contract: list[str], bound):
@@ -375,7 +321,7 @@ class _Grader:
 
 
 def _sandboxed(step: notebook.Step) -> str:
-    return step.visible if step.kind == "test" else step.source
+    return step.visible if step.kind is Kind.TEST else step.source
 
 
 def _why(error: SandboxError) -> str:
@@ -428,20 +374,16 @@ def _error_text(error) -> str:
 
 def _cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
     """Student text as the grader keeps it: valid, and at most ``limit`` characters."""
-    if len(text) <= limit:
-        return notebook.valid_text(text)
-    return notebook.valid_text(text[:limit]) + f"\n... ({len(text):,} characters, cut)"
+    return notebook.valid_text(wire.cap(text, limit))
 
 
 def main() -> None:
     """``python -m word2bert_grader.harness``: one task as JSON on stdin (bytes in base64), its result on stdout."""
-    import base64
     import json
     import sys
 
-    student, assignment, submission, source, settings = json.load(sys.stdin)["task"]
-    result = grade_in_own_process(student, assignment, base64.b64decode(submission), base64.b64decode(source), settings)
-    sys.stdout.write(json.dumps(result))
+    result = grade_in_own_process(Submission.from_json(json.load(sys.stdin)["task"]))
+    sys.stdout.write(json.dumps(result.to_json()))
 
 
 if __name__ == "__main__":

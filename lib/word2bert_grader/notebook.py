@@ -21,22 +21,41 @@ from __future__ import annotations
 import ast
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
 
+class Kind(StrEnum):
+    """What a step of the plan is, and so where it runs."""
+
+    MARKDOWN = "markdown"  # prose: never run
+    SETUP = "setup"  # a locked code cell of the source: runs in the sandbox and in the grader
+    ANSWER = "answer"  # the student's code for an answer cell
+    STUDENT = "student"  # a cell of the student's own (scratch work)
+    TEST = "test"  # the source's test: its visible half in the sandbox, the whole of it in the grader
+    WRITTEN = "written"  # a written answer: graded by hand, never run
+
+    @property
+    def runs(self) -> bool:
+        return self not in (Kind.MARKDOWN, Kind.WRITTEN)
+
+
 @dataclass
 class Step:
-    kind: str  # "markdown", "setup" (a locked cell of the source), "answer", "student", "test" or "written"
+    kind: Kind
     source: str  # what runs: the student's code, or the source's (a test's whole source, hidden part included)
     grade_id: str | None = None
     points: float = 0.0
     student_markdown: bool = False  # a markdown cell written by the student (shown sanitized)
 
+    def __post_init__(self):
+        self.kind = Kind(self.kind)
+
     @property
     def visible(self) -> str:
         """What the student's copy of this cell holds (a test without its hidden part)."""
-        return without_hidden_tests(self.source) if self.kind == "test" else self.source
+        return without_hidden_tests(self.source) if self.kind is Kind.TEST else self.source
 
 
 @dataclass
@@ -176,9 +195,9 @@ def plan(source_cells: list[dict], submission_cells: list[dict]) -> Plan:
         if gid is None and _text(cell.get("source")).strip() in unlabelled:
             continue
         if kind == "code":
-            step = Step("student", _text(cell.get("source")))
+            step = Step(Kind.STUDENT, _text(cell.get("source")))
         elif kind == "markdown":
-            step = Step("markdown", _text(cell.get("source")), student_markdown=True)
+            step = Step(Kind.MARKDOWN, _text(cell.get("source")), student_markdown=True)
         else:
             continue
         after.setdefault(anchor, []).append(step)
@@ -192,19 +211,19 @@ def plan(source_cells: list[dict], submission_cells: list[dict]) -> Plan:
             text = _text(submission_cells[answers[gid]].get("source")) if gid in answers else ""
             if gid not in answers:
                 notes.append(f"written answer {gid} is missing from the submission")
-            steps.append(Step("written", text, gid, float(meta.get("points", 0)), student_markdown=True))
+            steps.append(Step(Kind.WRITTEN, text, gid, float(meta.get("points", 0)), student_markdown=True))
         elif cell.get("cell_type") == "markdown":
-            steps.append(Step("markdown", _text(cell.get("source")), gid))
+            steps.append(Step(Kind.MARKDOWN, _text(cell.get("source")), gid))
         elif meta.get("solution") and cell.get("cell_type") == "code":
             contract += defined_names(_text(cell.get("source")))
             if gid in answers:
-                steps.append(Step("answer", _text(submission_cells[answers[gid]].get("source")), gid))
+                steps.append(Step(Kind.ANSWER, _text(submission_cells[answers[gid]].get("source")), gid))
             else:
                 notes.append(f"answer cell {gid} is missing from the submission")
         elif meta.get("grade") and cell.get("cell_type") == "code":
-            steps.append(Step("test", _text(cell.get("source")), gid, float(meta.get("points", 0))))
+            steps.append(Step(Kind.TEST, _text(cell.get("source")), gid, float(meta.get("points", 0))))
         elif cell.get("cell_type") == "code":
-            steps.append(Step("setup", _text(cell.get("source")), gid))
+            steps.append(Step(Kind.SETUP, _text(cell.get("source")), gid))
         else:
             continue
         steps += after.get(gid, [])

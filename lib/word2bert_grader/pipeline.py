@@ -25,14 +25,16 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 
 import word2bert
 import word2bert_grader
 from word2bert_grader import course, deadlines, executors, gradebook, lms, notebook
 from word2bert_grader.feedback import failure_page, with_lateness
-from word2bert_grader.harness import Settings, failed_result
+from word2bert_grader.gradebook import Recorded
 from word2bert_grader.sandbox import Limits, Unavailable, check_available, printable
+from word2bert_grader.task import Result, Settings, Submission
 
 CACHE = ".grading-cache"
 UNSAFE_BANNER = (
@@ -72,7 +74,7 @@ def settings(root: Path, timeout: float | None = None) -> Settings:
 
 
 def find_submissions(
-    root: Path, names: Collection[str], roster: set[str] | None, refused: list[dict]
+    root: Path, names: Collection[str], roster: set[str] | None, refused: list[Result]
 ) -> list[tuple[str, str, Path]]:
     """(student, assignment, notebook path) under ``submitted/``; what cannot be graded goes to ``refused``."""
     submitted = root / "submitted"
@@ -87,12 +89,12 @@ def find_submissions(
             if printable(notebook.valid_text(student)) != student:  # no file, page or CSV row could name it
                 name = printable(notebook.valid_text(student))
                 refused.append(
-                    failed_result(name, a.name, source(root, a.name), "refused: the folder's name is not text")
+                    Result.failed(name, a.name, source(root, a.name), "refused: the folder's name is not text")
                 )
             elif roster is not None and student not in roster:
-                refused.append(failed_result(student, a.name, source(root, a.name), "refused: not on the roster"))
+                refused.append(Result.failed(student, a.name, source(root, a.name), "refused: not on the roster"))
             elif folder.is_symlink() or a.is_symlink():
-                refused.append(failed_result(student, a.name, source(root, a.name), "refused: the folder is a symlink"))
+                refused.append(Result.failed(student, a.name, source(root, a.name), "refused: the folder is a symlink"))
             else:
                 found.append((student, a.name, a / f"{a.name}.ipynb"))
     return found
@@ -118,7 +120,7 @@ def source(root: Path, assignment: str) -> bytes:
 
 # The modules that decide a result (the worker's code): editing the pipeline, the LMS formats or the reports
 # regrades nothing.
-GRADING_MODULES = ("harness", "notebook", "feedback", "proxy", "wire", "sandbox", "launch", "runner")
+GRADING_MODULES = ("harness", "task", "notebook", "feedback", "proxy", "mirror", "wire", "sandbox", "launch", "runner")
 
 
 @functools.cache
@@ -175,48 +177,48 @@ def _library_files(library: Path, source_bytes: bytes) -> set[Path]:
     return seen
 
 
-def cache_key(task: tuple) -> str:
-    student, assignment, submission, source_bytes, settings = task
-    digest = hashlib.sha256(grader_version(assignment, source_bytes).encode())
+def cache_key(task: Submission) -> str:
+    digest = hashlib.sha256(grader_version(task.assignment, task.source).encode())
     for part in (
-        student.encode(),
-        assignment.encode(),
-        submission,
-        source_bytes,
-        json.dumps(settings, sort_keys=True).encode(),
+        task.student.encode(),
+        task.assignment.encode(),
+        task.notebook,
+        task.source,
+        json.dumps(task.settings.to_dict(), sort_keys=True).encode(),
     ):
         digest.update(hashlib.sha256(part).digest())
     return digest.hexdigest()
 
 
-def cached(root: Path, key: str) -> dict | None:
+def cached(root: Path, key: str) -> Result | None:
+    """The cached result under ``key``; None where there is none, or what is there is not a result."""
     try:
-        return notebook.valid_data(json.loads((root / CACHE / f"{key}.json").read_text(encoding="utf-8")))
+        return Result.from_json(json.loads((root / CACHE / f"{key}.json").read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
 
 
-def remember(root: Path, key: str, result: dict) -> None:
+def remember(root: Path, key: str, result: Result) -> None:
     folder = root / CACHE
     folder.mkdir(exist_ok=True)
     tmp = folder / f"{key}.tmp"
-    tmp.write_text(json.dumps(result), encoding="utf-8")
+    tmp.write_text(json.dumps(result.to_json()), encoding="utf-8")
     os.replace(tmp, folder / f"{key}.json")
 
 
-def run_all(root: Path, tasks: list[tuple], jobs: int, scheduler: str | None) -> tuple[list[dict], int]:
+def run_all(root: Path, tasks: list[Submission], jobs: int, scheduler: str | None) -> tuple[list[Result], int]:
     """Grade every task (cached results first); returns the results and how many came from the cache."""
     from tqdm.auto import tqdm
 
     results, todo = [], {}
-    keys = {task[:2]: cache_key(task) for task in tasks}
+    keys = {task.key: cache_key(task) for task in tasks}
     for task in tasks:
-        key = keys[task[:2]]
+        key = keys[task.key]
         hit = cached(root, key)
-        if hit is not None and (hit.get("student"), hit.get("assignment")) == task[:2]:
+        if hit is not None and hit.key == task.key:
             results.append(hit)
         else:
-            todo[task[:2]] = (key, task)
+            todo[task.key] = (key, task)
     reused = len(results)
     _remember_latest(root, keys)
     tasks = [task for _, task in todo.values()]
@@ -224,12 +226,13 @@ def run_all(root: Path, tasks: list[tuple], jobs: int, scheduler: str | None) ->
     failures = 0
     with tqdm(total=len(tasks) + reused, initial=reused, desc="autograde", unit="submission", disable=None) as bar:
         for result in run:
-            result = notebook.valid_data(result)  # from a worker or a cluster: only valid text is kept or written
-            key, _ = todo[result["student"], result["assignment"]]
-            if not result.get("transient"):
+            key, task = todo[result.key]
+            # from a worker or a cluster: only valid text is kept or written
+            result = result.valid() or executors.failed(task, "the grader gave a malformed result")
+            if not result.transient:
                 remember(root, key, result)
             results.append(result)
-            failures += bool(result["failed"])
+            failures += bool(result.failure)
             bar.set_postfix(failed=failures, refresh=False)
             bar.update()
     return results, reused
@@ -254,26 +257,25 @@ def latest(root: Path) -> dict[str, str]:
     return {k: v for k, v in known.items() if isinstance(v, str) and v.isalnum()} if isinstance(known, dict) else {}
 
 
-def kept(root: Path, tasks: list[tuple]) -> tuple[list[dict], list[str]]:
+def kept(root: Path, tasks: list[Submission]) -> tuple[list[Result], list[str]]:
     """The results of submissions outside a regrade (STUDENTS=, ASSIGNMENTS=): unchanged ones from the cache,
     changed ones as they were last graded (said so); those never graded are left out (said so too)."""
     known, results, notes = latest(root), [], []
     for task in tasks:
+        name = f"{task.student}/{task.assignment}"
         hit = cached(root, cache_key(task))
-        if hit is None and f"{task[0]}/{task[1]}" in known:
-            hit = cached(root, known[f"{task[0]}/{task[1]}"])
+        if hit is None and name in known:
+            hit = cached(root, known[name])
             if hit is not None:
-                notes.append(
-                    f"{task[0]}/{task[1]}: changed since it was graded, kept as graded then (not in this regrade)"
-                )
-        if hit is not None and (hit.get("student"), hit.get("assignment")) == task[:2]:
+                notes.append(f"{name}: changed since it was graded, kept as graded then (not in this regrade)")
+        if hit is not None and hit.key == task.key:
             results.append(hit)
         else:
-            notes.append(f"{task[0]}/{task[1]}: never graded, and not in this regrade: no row")
+            notes.append(f"{name}: never graded, and not in this regrade: no row")
     return results, notes
 
 
-def write_outputs(root: Path, results: list[dict]) -> list[dict]:
+def write_outputs(root: Path, results: list[Result]) -> list[Result]:
     """Feedback pages and graded notebooks, written here only (and nothing else into feedback/). A result whose
     files cannot be written becomes that submission's failed row, with the reason; the others are written."""
     written = []
@@ -282,19 +284,19 @@ def write_outputs(root: Path, results: list[dict]) -> list[dict]:
             _write_files(root, r)
         except (OSError, UnicodeError, ValueError) as error:
             reason = f"its feedback could not be written ({type(error).__name__}: {str(error)[:200]})"
-            r = {**r, "cells": dict.fromkeys(r["cells"], 0.0), "score": 0.0, "failed": reason, "autograded": ""}
-            r["feedback"] = failure_page(r)
-            _write_files(root, {**r, "feedback": ""})  # nothing half-written is left behind
+            r = replace(r, cells=dict.fromkeys(r.cells, 0.0), score=0.0, failure=reason, autograded="")
+            r.feedback = failure_page(r)
+            _write_files(root, replace(r, feedback=""))  # nothing half-written is left behind
         written.append(r)
     return written
 
 
-def _write_files(root: Path, r: dict) -> None:
+def _write_files(root: Path, r: Result) -> None:
     for step, name, text in (
-        ("feedback", f"{r['assignment']}.html", r["feedback"]),
-        ("autograded", f"{r['assignment']}.ipynb", r["autograded"]),
+        ("feedback", f"{r.assignment}.html", r.feedback),
+        ("autograded", f"{r.assignment}.ipynb", r.autograded),
     ):
-        folder = root / step / r["student"] / r["assignment"]
+        folder = root / step / r.student / r.assignment
         if folder.is_symlink():
             folder.unlink()
         shutil.rmtree(folder, ignore_errors=True)
@@ -303,7 +305,7 @@ def _write_files(root: Path, r: dict) -> None:
             (folder / name).write_text(text, encoding="utf-8")
 
 
-def written_to_regrade(root: Path, results: list[dict]) -> set[tuple[str, str, str]]:
+def written_to_regrade(root: Path, results: list[Result]) -> set[tuple[str, str, str]]:
     """The written answers whose text this grader has not recorded before: changed since the last run, or new.
     A hand score can only be for a text the grader had recorded before it was given, so theirs is void (a score
     planted in a fresh gradebook does not count either). Records each answer's hash for the next run; only this
@@ -315,11 +317,11 @@ def written_to_regrade(root: Path, results: list[dict]) -> set[tuple[str, str, s
         before = {}
     now, changed = dict(before), set()
     for r in results:
-        for gid, text in r.get("answers", {}).items():
-            key = "/".join((r["student"], r["assignment"], gid))
+        for gid, text in r.answers.items():
+            key = "/".join((r.student, r.assignment, gid))
             now[key] = hashlib.sha256(text.strip().encode()).hexdigest()
             if before.get(key) != now[key]:
-                changed.add((r["student"], r["assignment"], gid))
+                changed.add((r.student, r.assignment, gid))
     path.parent.mkdir(exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(now, sort_keys=True), encoding="utf-8")
@@ -327,18 +329,19 @@ def written_to_regrade(root: Path, results: list[dict]) -> set[tuple[str, str, s
     return changed
 
 
-def total(r: dict) -> tuple[float, float, float]:
+def total(r: Result, recorded: Recorded | None = None) -> tuple[float, float, float]:
     """(score, max_score, points of written answers not graded yet): the grader's tests and the hand-graded
-    answers together, once ``gradebook.record`` has put the instructor's scores in ``r["manual"]``."""
-    manual = r.get("manual", {})
+    answers together, with the instructor's scores that ``gradebook.record`` found."""
+    manual = recorded.manual.get(r.key, {}) if recorded else {}
     given = sum(score for score in manual.values() if score is not None)
-    waiting = sum(p for gid, p in r.get("written", {}).items() if manual.get(gid) is None)
-    return r["score"] + given, r["max_score"] + sum(r.get("written", {}).values()), 0.0 if r["failed"] else waiting
+    waiting = sum(p for gid, p in r.written.items() if manual.get(gid) is None)
+    return r.score + given, r.max_score + sum(r.written.values()), 0.0 if r.failure else waiting
 
 
-def write_grades(path: Path, results: list[dict], late: dict | None = None) -> None:
+def write_grades(path: Path, results: list[Result], late: dict | None = None, recorded: Recorded | None = None) -> None:
     """One row per submission: the score before and after the late penalty (``late``: (student, assignment) ->
-    :class:`~word2bert_grader.deadlines.Lateness`), what failed or was handled, what waits for a hand grade."""
+    :class:`~word2bert_grader.deadlines.Lateness`), what failed or was handled, what waits for a hand grade
+    (``recorded``: the hand scores in the gradebook)."""
     late = late or {}
     with open(path, "w", encoding="utf-8", newline="") as stream:
         writer = csv.writer(stream)
@@ -356,62 +359,69 @@ def write_grades(path: Path, results: list[dict], late: dict | None = None) -> N
                 "late",
             ]
         )
-        for r in sorted(results, key=lambda r: (r["student"], r["assignment"])):
-            score, max_score, waiting = total(r)
-            lateness = late.get((r["student"], r["assignment"]))
+        for r in sorted(results, key=lambda r: r.key):
+            score, max_score, waiting = total(r, recorded)
+            lateness = late.get(r.key)
             penalty = lateness.penalty(score) if lateness else 0.0
             writer.writerow(
                 [
-                    r["student"],
-                    r["assignment"],
+                    r.student,
+                    r.assignment,
                     f"{score:g}",
                     f"{penalty:g}",
                     f"{score - penalty:g}",
                     f"{max_score:g}",
-                    "failed" if r["failed"] else "graded",
-                    printable(r["failed"] or "; ".join(r["notes"])),
+                    "failed" if r.failure else "graded",
+                    printable(r.failure or "; ".join(r.notes)),
                     f"{waiting:g}",
                     lateness.describe() if lateness else "",
                 ]
             )
 
 
-def summary(results: list[dict], unsafe: bool, ignored: list[str], reused: int = 0, notes: list[str] = ()) -> str:
-    names = sorted({r["assignment"] for r in results})
-    by = {(r["student"], r["assignment"]): r for r in results}
-    students = sorted({r["student"] for r in results})
+def summary(
+    results: list[Result],
+    unsafe: bool,
+    ignored: list[str],
+    reused: int = 0,
+    notes: list[str] = (),
+    recorded: Recorded | None = None,
+) -> str:
+    names = sorted({r.assignment for r in results})
+    by = {r.key: r for r in results}
+    students = sorted({r.student for r in results})
     width = max([len("student"), *map(len, students)])
     lines = [UNSAFE_BANNER, ""] if unsafe else []
     lines.append("  ".join([f"{'student':<{width}}", *(f"{n:>20}" for n in names)]))
     for s in students:
-        cells = ["{:g}/{:g}".format(*total(by[s, n])[:2]) if (s, n) in by else "-" for n in names]
+        cells = ["{:g}/{:g}".format(*total(by[s, n], recorded)[:2]) if (s, n) in by else "-" for n in names]
         lines.append("  ".join([f"{s:<{width}}", *(f"{c:>20}" for c in cells)]))
-    failed = [r for r in results if r["failed"]]
-    tampered = [r for r in results if r["tampering"]]
-    noted = [r for r in results if r["notes"] and not r["failed"]]
+    failed = [r for r in results if r.failure]
+    tampered = [r for r in results if r.tampering]
+    noted = [r for r in results if r.notes and not r.failure]
     if failed:
         lines += ["", f"{len(failed)} submission(s) failed to grade (scored 0):"]
-        lines += [f"  {r['student']}/{r['assignment']}: {r['failed']}" for r in failed]
+        lines += [f"  {r.student}/{r.assignment}: {r.failure}" for r in failed]
     if tampered:
         lines += ["", "Tampering suspected (the student's kernel passed tests that the grader failed):"]
-        lines += [f"  {r['student']}/{r['assignment']}: {'; '.join(r['tampering'])}" for r in tampered]
+        lines += [f"  {r.student}/{r.assignment}: {'; '.join(r.tampering)}" for r in tampered]
     if noted:
         lines += ["", "Handled while grading:"]
-        lines += [f"  {r['student']}/{r['assignment']}: {'; '.join(r['notes'])}" for r in noted]
+        lines += [f"  {r.student}/{r.assignment}: {'; '.join(r.notes)}" for r in noted]
     if ignored:
         lines += ["", "Downloads not collected:"] + [f"  {line}" for line in ignored]
     if reused:
         lines += ["", f"{reused} submission(s) unchanged since an earlier run: their results were reused"]
     if notes:
         lines += ["", "Course, roster, regrade and late submissions:"] + [f"  {line}" for line in notes]
-    waiting = [(r, total(r)[2]) for r in results if total(r)[2]]
+    waiting = [(r, total(r, recorded)[2]) for r in results if total(r, recorded)[2]]
     if waiting:
         lines += [
             "",
             f"Written answers to grade by hand in formgrader (Manual Grading), then run again: "
             f"{len(waiting)} submission(s), {sum(w for _, w in waiting):g} points in all",
         ]
-    timed = {n: sorted(r["seconds"] for r in results if r["assignment"] == n and r["seconds"]) for n in names}
+    timed = {n: sorted(r.seconds for r in results if r.assignment == n and r.seconds) for n in names}
     lines += [
         "",
         "Seconds per submission (median, slowest): "
@@ -434,7 +444,7 @@ def autograde(
     lms_name: str | None = None,
     students: Collection[str] | None = None,
     only: Collection[str] | None = None,
-) -> list[dict]:
+) -> list[Result]:
     """Grade every submission under ``root/submitted``; write gradebook, grades.csv, feedback/, autograded/.
 
     ``feedback``: for every student (True), none (False), or only the students named. ``lms_name``: the format of
@@ -453,11 +463,11 @@ def autograde(
     calendar = course.load(root, names)
     intake = lms.intake(root, names, downloads, roster or calendar.lms.roster, lms_name or calendar.lms.name, calendar)
     allowed = intake.allowed
-    refused: list[dict] = []
+    refused: list[Result] = []
     ignored: list[str] = []
     for p in intake.problems:
         if p.student and p.assignment:
-            refused.append(failed_result(p.student, p.assignment, source(root, p.assignment), p.reason))
+            refused.append(Result.failed(p.student, p.assignment, source(root, p.assignment), p.reason))
         else:
             ignored.append(f"{p.source}: {p.reason}")
     todo = find_submissions(root, names, allowed, refused)
@@ -472,8 +482,8 @@ def autograde(
     graded = {(s, a) for s, a, _ in todo}
     unique = {}
     for r in refused:  # one row per (student, assignment): a submission on disk is graded instead
-        if (r["student"], r["assignment"]) not in graded and chosen(r["student"], r["assignment"]):
-            unique.setdefault((r["student"], r["assignment"]), r)
+        if r.key not in graded and chosen(*r.key):
+            unique.setdefault(r.key, r)
     refused = list(unique.values())
     if not todo and not refused:
         print(
@@ -481,50 +491,50 @@ def autograde(
         )
         print("\n".join(ignored + notes))
         return []
-    config = settings(root, timeout)
-    config.unsafe = unsafe
+    config = replace(settings(root, timeout), unsafe=unsafe)
     tasks, results, kept_tasks = [], list(refused), []
     for group, into in ((todo, tasks), (others, kept_tasks)):
         for student, assignment, path in group:
             data = _read(path)
             if isinstance(data, str):
                 if into is tasks:
-                    results.append(failed_result(student, assignment, source(root, assignment), data))
+                    results.append(Result.failed(student, assignment, source(root, assignment), data))
                 continue
-            config.feedback = feedback if isinstance(feedback, bool) else student in feedback
-            into.append((student, assignment, data, source(root, assignment), _settings_of(config, assignment, root)))
+            own = replace(config, feedback=feedback if isinstance(feedback, bool) else student in feedback)
+            into.append(
+                Submission(student, assignment, data, source(root, assignment), _settings_of(own, assignment, root))
+            )
     previous, kept_notes = kept(root, kept_tasks)
     notes += kept_notes
     gradebook.prepare(
-        root, sorted({t[1] for t in tasks + kept_tasks} | {r["assignment"] for r in results}), root / "gradebook.db"
+        root,
+        sorted({t.assignment for t in tasks + kept_tasks} | {r.assignment for r in results}),
+        root / "gradebook.db",
     )
     graded, reused = run_all(root, tasks, jobs or os.cpu_count() or 1, scheduler)
     results += graded + previous
     late = {}
     for r in results:
-        key = (r["student"], r["assignment"])
-        late[key] = deadlines.assess(calendar, *key, root / "submitted" / r["student"] / r["assignment"])
-        if r["failed"] and not r["feedback"] and (feedback if isinstance(feedback, bool) else r["student"] in feedback):
-            r["feedback"] = failure_page(r)
-        if r["feedback"] and late[key].due is not None:
-            r["feedback"] = with_lateness(r["feedback"], late[key], r["score"])
+        late[r.key] = deadlines.assess(calendar, *r.key, root / "submitted" / r.student / r.assignment)
+        if r.failure and not r.feedback and (feedback if isinstance(feedback, bool) else r.student in feedback):
+            r.feedback = failure_page(r)
+        if r.feedback and late[r.key].due is not None:
+            r.feedback = with_lateness(r.feedback, late[r.key], r.score)
     notes += [f"{s}/{a}: late, {x.describe()}" for (s, a), x in sorted(late.items()) if x.due is not None and x.late]
     results = write_outputs(root, results)
-    reset = gradebook.record(root / "gradebook.db", results, written_to_regrade(root, results))
-    write_grades(root / "grades.csv", results, late)
-    print(printable(summary(results, unsafe, ignored, reused, notes)))
-    if reset:
+    recorded = gradebook.record(root / "gradebook.db", results, written_to_regrade(root, results))
+    write_grades(root / "grades.csv", results, late, recorded)
+    print(printable(summary(results, unsafe, ignored, reused, notes, recorded)))
+    if recorded.reset:
         print(
-            f"\ngradebook.db held {reset} manual score(s) or extra credit on test cells that the grader did not "
-            "set: reset, so that the gradebook says what grades.csv says"
+            f"\ngradebook.db held {recorded.reset} manual score(s) or extra credit on test cells that the grader did "
+            "not set: reset, so that the gradebook says what grades.csv says"
         )
     return results
 
 
-def _settings_of(config: Settings, assignment: str, root: Path) -> dict:
+def _settings_of(config: Settings, assignment: str, root: Path) -> Settings:
     """The settings of one assignment's task: only its own cells' time limits, so that a changed limit of
     another assignment regrades nothing of this one (the settings are part of the cache key)."""
     ids = {notebook._nbgrader(c).get("grade_id") for c in notebook.read_cells(source(root, assignment))}
-    own = config.to_dict()
-    own["cell_timeouts"] = {k: v for k, v in own["cell_timeouts"].items() if k in ids}
-    return own
+    return replace(config, cell_timeouts={k: v for k, v in config.cell_timeouts.items() if k in ids})

@@ -10,10 +10,7 @@ ordinary call still holds:
   the generator it was given still gives itself away; the student's code never sets the grader's;
 - gradients flow: a call whose inputs need gradients is one node of the grader's autograd graph
   (:class:`_RemoteCall`), whose backward asks the sandbox for the gradients;
-- a student ``nn.Module`` is mirrored by a real module here, holding its parameters, buffers,
-  submodules and plain attributes. ``parameters()``, ``eval()``, ``to()``, optimizers and
-  ``isinstance(m, nn.Linear)`` work on the mirror; its ``forward`` runs the student's code on the
-  mirror's current parameters, and plain torch layers inside it (``nn.Linear``...) run here;
+- a student ``nn.Module`` is mirrored by a real module here (:mod:`word2bert_grader.mirror`);
 - an exception raised by the student's code is raised here as the same built-in type, with the
   student's message; a crash or a time-out is a :class:`SandboxFailure`, which tests cannot catch
   with ``except Exception``.
@@ -23,15 +20,14 @@ from __future__ import annotations
 
 import builtins
 import random
-import re
 import time
 
 import torch
 from torch import nn
 
 from word2bert_grader import wire
+from word2bert_grader.mirror import Mirror, RemoteMethod, RemoteModule, handle_ok, identifier
 from word2bert_grader.sandbox import Sandbox, SandboxError, SandboxTimeout
-from word2bert_grader.wire import LOCAL_MODULES
 
 
 class StudentError(Exception):
@@ -57,8 +53,7 @@ class Session:
         self.restart = restart  # called to bring a dead sandbox back (re-running the student's cells)
         self.deadline = float("inf")
         self.limit = 0.0
-        self._classes: dict[tuple[int, int], type] = {}
-        self._mirrors: dict[tuple[int, int], nn.Module] = {}
+        self.mirror = Mirror(self)
         self._released_calls: list[int] = []
         self._current_decoder = None  # the reply being decoded (module descriptions read tensors from it)
         self._encoding_modules: dict[int, nn.Module] = {}
@@ -134,15 +129,7 @@ class Session:
         except TypeError as error:
             raise TypeError(f"the grader cannot pass this to your code: {error}") from None
         rng = {"torch": encoder.encode(torch.get_rng_state()), "random": encoder.encode(_global_random())}
-        states = [
-            [
-                h,
-                m.training,
-                {n: encoder.encode(p) for n, p in m._parameters.items() if p is not None},
-                {n: encoder.encode(b) for n, b in m._buffers.items() if b is not None},
-            ]
-            for h, m in modules.items()
-        ]
+        states = [wire.module_state(h, m, encoder) for h, m in modules.items()]
         inputs = [
             (name, t)
             for name, t, _ in wire.tensors_in(tuple(args), enc_args) + wire.tensors_in(dict(kwargs), enc_kwargs)
@@ -202,101 +189,18 @@ class Session:
     # --- handles to proxies -----------------------------------------------------------------------
 
     def _proxy(self, spec: dict):
-        h, kind, name = spec.get("$handle"), spec.get("kind"), _identifier(spec.get("name"))
-        if not _handle(h):
+        h, kind, name = spec.get("$handle"), spec.get("kind"), identifier(spec.get("name"))
+        if not handle_ok(h):
             raise wire.WireError("a handle is not a 64-bit int")
         if kind == "function":
             return RemoteFunction(self, h, name)
         if kind == "class":
             if spec.get("base") is not None:
-                return self._mirror_class(h, name, spec["base"])
+                return self.mirror.module_class(h, name, spec["base"])
             return RemoteClass(self, h, name)
         if kind == "module":
-            return self._mirror(spec.get("tree"))
+            return self.mirror.tree(spec.get("tree"), self._current_decoder)
         return RemoteObject(self, h, name, str(spec.get("repr", ""))[:200])
-
-    def _mirror_class(self, h: int, name: str, base) -> type:
-        key = (self.generation, h)
-        if key not in self._classes:
-            # torch's own classes whose forward runs here are bases of the mirror (isinstance holds); any other's
-            # forward runs in the sandbox, on a plain module holding its parameters and buffers
-            base_cls = getattr(nn, base) if base in LOCAL_MODULES else nn.Module
-            self._classes[key] = type(
-                name,
-                (RemoteModule, base_cls),
-                {
-                    "_w2b_class": h,
-                    "_w2b_handle": h,
-                    "_w2b_session": self,
-                    "_w2b_generation": self.generation,
-                    "__module__": "student",
-                },
-            )
-        return self._classes[key]
-
-    def _mirror(self, tree) -> nn.Module:
-        """Build (or refresh) the mirror of a student module tree from its description."""
-        if type(tree) is not dict or type(tree.get("nodes")) is not list:
-            raise wire.WireError("a module without its description")
-        nodes = {}
-        for item in tree["nodes"]:
-            if type(item) is not list or len(item) != 2 or not _handle(item[0]) or type(item[1]) is not dict:
-                raise wire.WireError("a bad module description")
-            nodes[item[0]] = item[1]
-        decoder = self._current_decoder
-        built = {}
-        for h, node in nodes.items():
-            built[h] = self._mirror_node(h, node, decoder)
-        for h, node in nodes.items():
-            for child in node.get("children") or []:
-                if type(child) is not list or len(child) != 2 or child[1] not in built:
-                    raise wire.WireError("a module's child is not described")
-                built[h]._modules[_member(child[0])] = built[child[1]]
-        root = built.get(tree.get("root"))
-        if root is None:
-            raise wire.WireError("a module tree without its root")
-        for m in built.values():
-            m.__dict__["_w2b_root"] = root if m is not root else None
-        return root
-
-    def _mirror_node(self, h: int, node: dict, decoder) -> nn.Module:
-        key = (self.generation, h)
-        module = self._mirrors.get(key)
-        if module is None:
-            builtin = node.get("builtin")
-            if builtin in LOCAL_MODULES:
-                cls = getattr(nn, builtin)  # torch's own layer: the grader runs its forward itself
-            else:
-                if not _handle(node.get("class")):
-                    raise wire.WireError("a student module without its class")
-                cls = self._mirror_class(node["class"], _identifier(node.get("name")), node.get("base"))
-            module = object.__new__(cls)
-            nn.Module.__init__(module)
-            module.__dict__.update(_w2b_handle=h, _w2b_session=self, _w2b_generation=self.generation)
-            self._mirrors[key] = module
-        module.training = node.get("training") is True
-        attrs = node.get("attrs") or {}
-        if type(attrs) is not dict:
-            raise wire.WireError("module attributes are not a dict")
-        for k, v in attrs.items():
-            k = _attribute(k)
-            if not k.startswith("_") and not hasattr(type(module), k):
-                module.__dict__[k] = decoder.decode(v)
-        methods = node.get("methods") or []
-        module.__dict__["_w2b_methods"] = tuple(_attribute(m) for m in methods if type(m) is str)
-        _load_state(module, node.get("params") or {}, node.get("buffers") or {}, decoder)
-        return module
-
-    def refresh(self, states, decoder) -> None:
-        """Copy the modules' state after a call (the student's code may change parameters or buffers)."""
-        for item in states:
-            if type(item) is not list or len(item) != 4 or type(item[0]) is not int:
-                raise wire.WireError("a bad module state")
-            module = self._mirrors.get((self.generation, item[0]))
-            if module is None:
-                continue
-            module.training = item[1] is True
-            _load_state(module, item[2], item[3], decoder)
 
 
 class _Call:
@@ -321,7 +225,7 @@ class _Call:
             self.result = _map_tensors(decoder.decode(reply.get("result")), lambda t: t.to(device))
             _write_back(self.args, decoder.decode(reply.get("args")))
             _write_back(self.kwargs, decoder.decode(reply.get("kwargs")))
-            session.refresh(reply.get("modules") or [], decoder)
+            session.mirror.refresh(reply.get("modules") or [], decoder)
         except (wire.WireError, KeyError, TypeError, ValueError, RuntimeError) as error:
             raise UnreadableFailure(
                 f"what your code returned could not be read by the grader ({str(error)[:200]})"
@@ -426,38 +330,6 @@ class RemoteObject:
         return f"<student object of type {self._w2b_type}>"
 
 
-class RemoteMethod:
-    def __init__(self, owner, name: str):
-        self.owner, self.__name__ = owner, name
-
-    def __call__(self, *args, **kwargs):
-        return self.owner._w2b_session.call(self.owner, self.__name__, args, kwargs)
-
-
-class RemoteModule(nn.Module):
-    """Base of every mirror of a student ``nn.Module`` class; ``forward`` runs the student's code."""
-
-    _w2b_class = 0
-
-    def __new__(cls, *args, **kwargs):
-        # ``MyModule(...)`` in a test: construct it in the sandbox; the reply builds this mirror.
-        return cls._w2b_session.call(cls, None, args, kwargs)
-
-    def __init__(self, *args, **kwargs):
-        pass  # built from the sandbox's description, in Session._mirror
-
-    def forward(self, *args, **kwargs):
-        return self._w2b_session.call(self, None, args, kwargs)
-
-    def __getattr__(self, name: str):
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            if name in self.__dict__.get("_w2b_methods", ()):
-                return RemoteMethod(self, name)
-            raise
-
-
 class Unreadable:
     """A name whose value could not be read back (reported when a test uses it)."""
 
@@ -472,7 +344,7 @@ def student_exception(error) -> BaseException:
     """The student's exception, rebuilt as a subclass of its nearest built-in exception type."""
     if type(error) is not dict:
         return SandboxFailure("the sandbox reported an error without saying what it was")
-    name = _identifier(error.get("type"))
+    name = identifier(error.get("type"))
     message = str(error.get("message", ""))[:4000]
     base = Exception
     for candidate in error.get("bases") or []:
@@ -497,35 +369,6 @@ def _exception_class(name: str, base: type) -> type:
         bases = (StudentError,) if base is Exception else (base, StudentError)
         _EXCEPTION_CLASSES[name, base] = type(name, bases, {"__module__": "student"})
     return _EXCEPTION_CLASSES[name, base]
-
-
-def _load_state(module: nn.Module, params, buffers, decoder) -> None:
-    if type(params) is not dict or type(buffers) is not dict:
-        raise wire.WireError("module state is not a dict")
-    with torch.no_grad():
-        for n, value in params.items():
-            n, t = _member(n), decoder.decode(value)
-            if not isinstance(t, torch.Tensor):
-                raise wire.WireError("a parameter that is not a tensor")
-            grad = isinstance(value, dict) and value.get("grad") is True and t.is_floating_point()
-            p = module._parameters.get(n)
-            if p is None:
-                module.register_parameter(n, nn.Parameter(t, requires_grad=grad))
-            elif p.shape != t.shape or p.dtype != t.dtype:
-                p.data = t.to(p.device)
-            elif not torch.equal(p, t):
-                p.copy_(t)
-            if p is not None and p.requires_grad != grad:
-                p.requires_grad_(grad)
-        for n, value in buffers.items():
-            n, t = _member(n), decoder.decode(value)
-            if not isinstance(t, torch.Tensor):
-                raise wire.WireError("a buffer that is not a tensor")
-            b = module._buffers.get(n)
-            if b is None or b.shape != t.shape or b.dtype != t.dtype:
-                module.register_buffer(n, t if b is None else t.to(b.device))
-            elif not torch.equal(b, t):
-                b.copy_(t)
 
 
 def _write_back(original, after) -> None:
@@ -587,27 +430,3 @@ def _global_random() -> random.Random:
     rng = random.Random()
     rng.setstate(random.getstate())
     return rng
-
-
-def _handle(value) -> bool:
-    """A handle is a 64-bit int, as the runner numbers them: at most a few share a hash, so no dict of them can be built
-    to take time out of proportion to its size (see wire.distinct_hashes)."""
-    return type(value) is int and 0 <= value < wire.INT_LIMIT
-
-
-def _identifier(name) -> str:
-    name = re.sub(r"\W", "_", str(name))[:80] or "student"
-    return name if not name[0].isdigit() else f"_{name}"
-
-
-def _attribute(name) -> str:
-    if type(name) is not str or not name.isidentifier():
-        raise wire.WireError(f"not an attribute name: {str(name)[:40]!r}")
-    return name
-
-
-def _member(name) -> str:
-    """A submodule, parameter or buffer name as torch allows it ("0" in a Sequential, say)."""
-    if type(name) is not str or not name or "." in name or len(name) > 200 or name.startswith("_w2b"):
-        raise wire.WireError(f"not a module member name: {str(name)[:40]!r}")
-    return name

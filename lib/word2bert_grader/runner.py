@@ -9,7 +9,7 @@ It reads requests from the grader on IN_FD and answers on OUT_FD, one :mod:`wire
     call        call a function, class, module or method by handle with data arguments; answers the
                 result, the arguments as they are afterwards (to see mutation), the modules' state
     backward    gradients of an earlier call's outputs, for the grader's autograd
-    release     forget handles and retained graphs
+    release     forget the graphs of earlier calls (the grader's proxies of them are gone)
 
 Everything in this process is the student's to change, this file included: the grader trusts none
 of it. It only reads what comes back as data, and scores with its own code.
@@ -123,10 +123,10 @@ class Runner:
         outputs = []
         for name, text in (("stdout", captured.stdout), ("stderr", captured.stderr)):
             if text:
-                outputs.append({"type": "stream", "name": name, "text": _cap(text)})
+                outputs.append({"type": "stream", "name": name, "text": wire.cap(text, MAX_OUTPUT)})
         for shown in captured.outputs[:20]:
             data = {
-                k: _cap(v)
+                k: wire.cap(v, MAX_OUTPUT)
                 for k, v in shown.data.items()
                 if k in ("text/plain", "text/html", "text/markdown", "image/png") and isinstance(v, str)
             }
@@ -164,7 +164,7 @@ class Runner:
             "result": encoder.encode(result),
             "args": encoder.encode(args),
             "kwargs": encoder.encode(kwargs),
-            "modules": self.dump_modules(modules, encoder),
+            "modules": [wire.module_state(h, m, encoder) for h, m in modules],
             "call": None,
         }
         outputs = [t for _, t, marked in wire.tensors_in(result, reply["result"]) if marked]
@@ -198,9 +198,6 @@ class Runner:
         }, encoder.tensors
 
     def op_release(self, header, tensors):
-        for h in header.get("handles", []):
-            obj = self.objects.pop(h, None)
-            self.ids.pop(id(obj), None)
         for c in header.get("calls", []):
             self.calls.pop(c, None)
         return {"ok": True}, {}
@@ -288,17 +285,6 @@ class Runner:
             modules.append((h, module))
         return modules
 
-    def dump_modules(self, modules, encoder) -> list:
-        return [
-            [
-                h,
-                m.training,
-                {n: encoder.encode(p) for n, p in m._parameters.items() if p is not None},
-                {n: encoder.encode(b) for n, b in m._buffers.items() if b is not None},
-            ]
-            for h, m in modules
-        ]
-
     def load_rng(self, state, tensors) -> None:
         decoder = wire.Decoder(tensors)
         torch.set_rng_state(decoder.decode(state["torch"]))
@@ -311,13 +297,9 @@ def describe(error: BaseException) -> dict:
     return {
         "type": type(error).__name__,
         "bases": bases,
-        "message": _cap(str(error), 4000),
-        "traceback": _cap(text, 20_000),
+        "message": wire.cap(str(error), 4000),
+        "traceback": wire.cap(text, 20_000),
     }
-
-
-def _cap(text: str, limit: int = MAX_OUTPUT) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n... ({len(text):,} characters, cut)"
 
 
 def _plain(value, depth: int = 0) -> bool:

@@ -79,7 +79,7 @@ class Report:
 def answer_code(source_cells: list[dict], cells: list[dict]) -> str:
     """What a student wrote in the answer cells (code only: not the written answers, not scratch cells)."""
     steps = notebook.plan(source_cells, cells).steps
-    return "\n\n".join(s.source for s in steps if s.kind == "answer")
+    return "\n\n".join(s.source for s in steps if s.kind is notebook.Kind.ANSWER)
 
 
 def solution_code(source_cells: list[dict]) -> str:

@@ -131,6 +131,22 @@ class Encoder:
         )
 
 
+def module_state(handle: int, module, encoder: Encoder) -> list:
+    """``[handle, training, parameters, buffers]``: the state of one mirrored module, as either side sends it
+    (the grader with a call, the sandbox with its reply)."""
+    return [
+        handle,
+        module.training,
+        {n: encoder.encode(p) for n, p in module._parameters.items() if p is not None},
+        {n: encoder.encode(b) for n, b in module._buffers.items() if b is not None},
+    ]
+
+
+def cap(text: str, limit: int) -> str:
+    """At most ``limit`` characters of student text, and how long it was where it was cut."""
+    return text if len(text) <= limit else text[:limit] + f"\n... ({len(text):,} characters, cut)"
+
+
 def frame_bytes(header: dict, tensors: dict[str, torch.Tensor] | None = None) -> bytes:
     head = json.dumps(header, allow_nan=True).encode("utf-8")
     blob = save_tensors(tensors) if tensors else b""
