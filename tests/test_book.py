@@ -354,14 +354,6 @@ def test_code_wraps_on_every_page_with_code(built_book):
     assert not outside, f"pages with code outside article.bd-article (the rule misses it): {outside}"
 
 
-# Pages that other work is rewriting now (real pre-trained weights: issue 37); issue 38's second pass brings them
-# under the figure and self-check rules below, and empties this list.
-SECOND_PASS = (
-    "book/01-word-vectors/",
-    "book/04-bert-pretraining/05-contextual-vectors",
-    "book/05-bert-finetuning/",
-    "book/comparison",
-)
 # The text column is about 700 px wide and figures are shown at their natural size up to it: one drawn with
 # word2bert.reporting.BOOK_STYLE (7 inches at 100 dpi) is never shrunk, so its smallest label (10 points) is 14 px
 # high. A figure a little wider (matplotlib's tight bounding box adds a few pixels) shrinks by at most 5%.
@@ -371,9 +363,9 @@ FONT_SIZE = re.compile(r"fontsize\s*=\s*(\d+(?:\.\d+)?)")
 
 
 def book_notebooks() -> list[Path]:
-    """The book's own notebook pages (not the exercises), except those of SECOND_PASS."""
+    """The book's own notebook pages (not the exercises)."""
     pages = [BOOK_DIR / f"{f}.ipynb" for f in toc_files() if f.startswith("book/")]
-    return [p for p in pages if p.exists() and not p.relative_to(BOOK_DIR).as_posix().startswith(SECOND_PASS)]
+    return [p for p in pages if p.exists()]
 
 
 def png_width(data: str) -> int:

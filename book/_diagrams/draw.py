@@ -869,7 +869,13 @@ CHAPTERS = [
         "4", "BERT pre-training", "both sides in every layer: masked words", "exercise 4", ("book/04-bert-pretraining",)
     ),
     Chapter("5", "BERT fine-tuning", "one encoder, a small head per task", "exercise 5", ("book/05-bert-finetuning",)),
-    Chapter("", "Looking back", "the four models side by side; what came after", "", ("book/comparison", "book/after")),
+    Chapter(
+        "",
+        "Looking back",
+        "the four models side by side; what came after",
+        "",
+        ("book/comparison", "book/comparison-why", "book/after"),
+    ),
 ]
 
 

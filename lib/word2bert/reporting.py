@@ -129,7 +129,7 @@ def plot_senses(model: Embedder, occurrences: Sequence[SenseOccurrence], words: 
             keep = [k for k, i in enumerate(rows) if occurrences[i].sense == sense]
             ax.scatter(xy[keep, 0], xy[keep, 1], label=sense.split(".", 1)[1])
         ax.set(title=f"'{word}', layer {layer}", xlabel="principal component 1", ylabel="principal component 2")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9)
     return axes
 
 
@@ -148,7 +148,7 @@ def plot_learning_curve(curve: dict[str, list[float]], task: str, metric: str, a
     import matplotlib.pyplot as plt  # only the book's pages plot
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 4))
+        _, ax = plt.subplots()  # the page's style sets the size (BOOK_STYLE)
     ax.plot(curve["n_train"], curve["BERT"], marker="o", label="fine-tuned BERT")
     ax.plot(curve["n_train"], curve["baseline"], marker="s", label="baseline")
     ax.set(
