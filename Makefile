@@ -44,7 +44,7 @@ dist: book ## Offline copies in dist/ (the site; the exercises with the library'
 test: setup ## Run every test: unit tests, the book's build (which runs every notebook), graders, the built book in a browser
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder tests
 
-test-fast: setup ## The quick tests (none marked slow, no book build): a contributor's first command, about 70 CPU-seconds
+test-fast: setup ## The quick tests (none marked slow, no book build): a contributor's first command, under a minute on 2 cores
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) tests -m "not slow and not book"
 
 # Authors: each notebook run alone under nbval (a cell that raises fails), without building the book.
