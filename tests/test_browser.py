@@ -128,7 +128,9 @@ for (let node = texts.nextNode(); node; node = texts.nextNode()) {
 }
 for (const el of article.querySelectorAll("img, svg, mjx-container")) {
     const box = el.getBoundingClientRect();
-    if (box.width > 0 && box.right > edge && !scrollsItself(el.parentElement)) {
+    // a formula may be its own scrolling box (w2b.css); a figure is not
+    const scroller = el.tagName === "MJX-CONTAINER" ? el : el.parentElement;
+    if (box.width > 0 && box.right > edge && !scrollsItself(scroller)) {
         found.push(`<${el.tagName.toLowerCase()}> ` + (el.getAttribute("src") || el.textContent.trim()).slice(0, 60));
     }
 }
