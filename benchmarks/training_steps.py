@@ -17,38 +17,16 @@ time, by operator.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import subprocess
-import sys
-import time
 
 import torch
 from gpt_vs_hf import median_seconds  # same folder
+from machine import busy_neighbour, load  # same folder
 from transformers import BertConfig, BertForPreTraining, GPT2Config, GPT2LMHeadModel
 
 from word2bert import bert, gpt
 from word2bert.device import cpu_threads
 from word2bert.pretraining import PretrainingObjective
-
-
-def load() -> str:
-    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-@contextlib.contextmanager
-def busy_neighbour(on: bool):
-    """A competing process that keeps one core busy, on the same cores as the benchmark."""
-    if not on:
-        yield
-        return
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    time.sleep(0.5)
-    try:
-        yield
-    finally:
-        spinner.kill()
-        spinner.wait()
 
 
 def step_fn(model, loss_of, fused: bool):

@@ -25,10 +25,7 @@ gensim comes with `make setup` (the ``glove`` extra, which ``dev`` includes, pin
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,6 +40,7 @@ from word2bert.vectors import KeyedVectors
 
 sys.path.insert(0, str(Path(__file__).parent))
 from analogy_corpus import analogy_corpus  # noqa: E402
+from machine import busy_neighbour, load  # noqa: E402
 
 
 def gensim_vectors(model: GensimWord2Vec) -> KeyedVectors:
@@ -65,25 +63,6 @@ def course_scores(wv: KeyedVectors, wordnet_tests) -> dict[str, float]:
 
 
 OURS = dict(device="cpu", progress=False)
-
-
-def load() -> str:
-    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-@contextlib.contextmanager
-def busy_neighbour(on: bool):
-    """A competing process that keeps one core busy, on the same cores as the benchmark."""
-    if not on:
-        yield
-        return
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    time.sleep(0.5)
-    try:
-        yield
-    finally:
-        spinner.kill()
-        spinner.wait()
 
 
 def train_both(sentences, threads: int, **hyper):
