@@ -10,7 +10,7 @@ PY_DIRS := lib tests benchmarks tools book/_ext book/_diagrams
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps book dist test test-fast test-notebooks release autograde export similarity checkpoints experiments benchmarks lint clean
+.PHONY: help setup system-deps book dist test test-fast test-experiments test-notebooks release autograde export similarity checkpoints experiments benchmarks lint clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -42,12 +42,15 @@ dist: book ## Offline copies in dist/ (the site; the exercises with the library'
 # One torch thread per pytest worker: JOBS workers on JOBS cores, instead of oversubscribing them. The notebooks
 # are tested once, by the book's build (tests/test_book.py: every cell runs, an error fails the build).
 test: setup ## Run every test: unit tests, the book's build (which runs every notebook), graders, the built book in a browser
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder tests
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder tests -m "not experiment"
 
 test-fast: setup ## The quick tests (none marked slow, no book build): a contributor's first command, under a minute on 2 cores
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) tests -m "not slow and not book"
 
 # Authors: each notebook run alone under nbval (a cell that raises fails), without building the book.
+test-experiments: setup ## Re-train one run of each committed experiment and compare it with the committed numbers (minutes)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) tests -m experiment
+
 test-notebooks: setup ## Run the book's notebooks under nbval, each in its own kernel (NB=path for some)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile -p nbval --nbval-lax $(or $(NB),book)
 

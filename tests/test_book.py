@@ -236,16 +236,17 @@ def test_figures_have_alt_text(built_book):
     )
 
 
-def page_body(page: Path) -> BeautifulSoup:
-    """The article of a page as a reader sees it: without code cells' source, code blocks or scripts, but with
-    everything a notebook printed."""
+@cache
+def page_text(page: Path) -> str:
+    """The text of the article of a page as a reader sees it: without code cells' source, code blocks or scripts,
+    but with everything a notebook printed."""
     body = BeautifulSoup(str(soup(page).find("article") or soup(page)), "html.parser")
     for element in body.select("script, style, .cell_input"):
         element.decompose()
     for element in body.select("pre, div.highlight"):
         if element.find_parent(class_="cell_output") is None and element.parent is not None:
             element.decompose()
-    return body
+    return body.get_text()
 
 
 def executed_notebook(built_book: Path, page: Path) -> nbformat.NotebookNode | None:
@@ -310,7 +311,7 @@ def test_every_printed_table_is_an_html_table(built_book):
 def test_no_page_shows_a_raw_markdown_table_row(built_book):
     raw = []
     for page in content_pages(built_book):
-        for match in MARKDOWN_TABLE_ROW.finditer(page_body(page).get_text()):
+        for match in MARKDOWN_TABLE_ROW.finditer(page_text(page)):
             raw.append(f"{page.relative_to(built_book)}: {match.group().strip()[:100]!r}")
     assert not raw, "Markdown table rows shown as text:\n" + "\n".join(raw[:30])
 
@@ -320,7 +321,7 @@ def test_no_page_shows_a_progress_bar(built_book):
     """tqdm bars stay in terminals and notebooks; the book's build turns them off (TQDM_DISABLE=1)."""
     bars = []
     for page in content_pages(built_book):
-        text = page_body(page).get_text()
+        text = page_text(page)
         bars += [
             f"{page.relative_to(built_book)}: {line.strip()[:120]!r}"
             for line in text.splitlines()

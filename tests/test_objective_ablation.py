@@ -1,6 +1,8 @@
 """The committed objective ablation (``word2bert.scripts.objective_ablation``), which the comparison chapter reports:
 its numbers are complete, say what the chapter says, its MLM runs are the sentence-objective experiment's MLM
-alone, the kept models give their numbers again, and one run re-trained here gives them again."""
+alone, the kept models give their numbers again, and the script writes all of it (on a tiny config). One run
+re-trained at full size gives the numbers again: ``make test-experiments`` (marked ``experiment``; minutes, so not
+in ``make test``)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import json
 import statistics
 
 import pytest
+from helpers import TINY_PRETRAINING
 
+from word2bert import finetune as ft
 from word2bert.objectives import CAUSAL_LM, MLM, TWO_TOWER_LM, WORD_OBJECTIVES, load
 from word2bert.scripts import objective_ablation as ablation
 from word2bert.scripts import sentence_objectives as so
@@ -76,6 +80,34 @@ def test_the_kept_models_give_their_numbers_again(objective, committed):
 
 
 @pytest.mark.slow
+def test_main_writes_every_objective_with_what_the_chapter_reads(tmp_path, monkeypatch):
+    """The script itself on a tiny config: every objective and seed, its probes per layer, fine-tuning, loss curve,
+    and seed 0's model kept and loadable."""
+    tiny = {task: ft.replace(c, n_train=16, n_test=8, steps=2) for task, c in ablation.FINETUNE.items()}
+    monkeypatch.setattr(ablation, "FINETUNE", tiny)
+    monkeypatch.setattr(
+        ablation, "probes", lambda model: {p: [0.5] * (model.config.num_hidden_layers + 1) for p in PROBES}
+    )
+    out = tmp_path / "results.json"
+    argv = ["--seeds", "0", "1", "--results", str(out), "--checkpoints", str(tmp_path), *TINY_PRETRAINING]
+    returned = ablation.main(argv)
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written == json.loads(json.dumps(returned)), "the file holds what main returns"
+    assert written["settings"]["phases"] == [[64, 6], [128, 2]]
+    runs = written["runs"]
+    assert sorted((r["objective"], r["seed"]) for r in runs) == sorted((o, s) for s in (0, 1) for o in WORD_OBJECTIVES)
+    for r in runs:
+        assert set(r["finetune"]) == set(ablation.FINETUNE) and all(r["finetune"].values()), r["objective"]
+        assert (r["mlm_accuracy"] is None) == (not WORD_OBJECTIVES[r["objective"]].mlm_probability)
+        assert 1 <= len(r["loss_curve"]) <= 8 and r["loss_curve"][0] > 0
+        assert all(len(r["probes"][p]) == 2 and all(0 <= x <= 1 for x in r["probes"][p]) for p in PROBES)
+    assert set(written["baselines"]) == set(ablation.FINETUNE)
+    for objective in WORD_OBJECTIVES.values():
+        assert load(ablation.checkpoint_path(objective, tmp_path), "cpu").config.num_hidden_layers == 1
+
+
+@pytest.mark.slow
+@pytest.mark.experiment
 def test_one_run_is_re_measured(tmp_path, committed):
     """Seed 0 of MLM pre-trained again (about three minutes on one CPU thread), once for both committed
     experiments: this model is the ablation's MLM and the sentence-objective experiment's MLM alone. The same

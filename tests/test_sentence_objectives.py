@@ -1,6 +1,6 @@
 """``word2bert.scripts.sentence_objectives``, the comparison of MLM alone, MLM + NSP and MLM + SOP whose committed
 results chapter 4's pre-training page reads (the page checks, in hidden asserts, what it says of them; and
-``tests/test_objective_ablation.py`` re-trains their MLM alone of seed 0). Here the script itself runs, on a tiny
+``make test-experiments`` re-trains their MLM alone of seed 0). Here the script itself runs, on a tiny
 config: it writes every objective and seed, with every number the page reads."""
 
 from __future__ import annotations
@@ -9,13 +9,9 @@ import json
 import math
 
 import pytest
+from helpers import TINY_PRETRAINING
 
 from word2bert.scripts import sentence_objectives as so
-
-# A fifth of the text held out, so that each held-out task has a batch.
-TINY = ["--num-tokens", "10000", "--eval-fraction", "0.2", "--wordnet-fraction", "0", "--vocab-size", "200"]
-TINY += ["--layers", "1", "--hidden", "16", "--heads", "2"]
-TINY += ["--steps", "6", "--long-steps", "2", "--warmup-steps", "2", "--batch-size", "4", "--threads", "1"]
 
 
 @pytest.mark.slow
@@ -23,7 +19,7 @@ def test_main_writes_every_objective_and_seed_with_what_the_page_reads(tmp_path,
     monkeypatch.setattr(so, "NLI", so.NLI.__class__(**{**vars(so.NLI), "n_train": 16, "n_test": 8, "steps": 2}))
     monkeypatch.setattr(so, "QA", so.QA.__class__(**{**vars(so.QA), "n_train": 16, "n_test": 8, "steps": 2}))
     out = tmp_path / "results.json"
-    argv = ["--seeds", "0", "1", "--results", str(out), *TINY]
+    argv = ["--seeds", "0", "1", "--results", str(out), *TINY_PRETRAINING]
     returned = so.main(argv)
     written = json.loads(out.read_text(encoding="utf-8"))
     assert written == json.loads(json.dumps(returned)), "the file holds what main returns"

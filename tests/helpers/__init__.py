@@ -13,6 +13,12 @@ ROOT = Path(__file__).resolve().parents[2]
 # The folder whose _config.yml/_toc.yml are built; W2B_BOOK_DIR points the tests at a scratch copy.
 BOOK_DIR = Path(os.environ.get("W2B_BOOK_DIR", ROOT)).resolve()
 
+# The committed experiments' scripts (`word2bert.scripts.sentence_objectives`, `.objective_ablation`) on a tiny
+# config: a fifth of the text held out, so that each held-out task has a batch; a 1-layer, 16-wide encoder.
+TINY_PRETRAINING = ["--num-tokens", "10000", "--eval-fraction", "0.2", "--wordnet-fraction", "0", "--vocab-size", "200"]
+TINY_PRETRAINING += ["--layers", "1", "--hidden", "16", "--heads", "2"]
+TINY_PRETRAINING += ["--steps", "6", "--long-steps", "2", "--warmup-steps", "2", "--batch-size", "4", "--threads", "1"]
+
 
 def perturbed(model):
     """A Hugging Face model for a parity test, in eval mode, with every weight (LayerNorm's too) redrawn from
