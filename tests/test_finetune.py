@@ -99,33 +99,6 @@ def test_encode_labels_first_pieces_and_answer_spans(encoder):
         assert f.word_ids[s] == x.start and f.word_ids[e] == x.end and f.token_type_ids[s] == 1
 
 
-# Margins over the baseline, set well below what the committed checkpoint reaches so that the tests are about
-# "clearly better", not the last digit. Everything is scored on held-out templates. Measured in chapter 5 (mean of
-# seeds 0-2, BERT vs baseline): sentiment 0.64 vs 0.47, NLI 0.89 vs 0.53, QA on held-out passage sentences 0.51 vs
-# 0.09. POS is run on 100 labelled sentences and averaged over three seeds: the toy world's held-out sentences
-# reuse the training words and most words have one tag, so with 300 sentences a word's most frequent tag is as
-# good as BERT (0.966 vs 0.964); with 100, pre-training pays (0.931 vs 0.902).
-CASES = {
-    "sentiment": (ft.FinetuneConfig(n_train=400, n_test=150), (0,), "accuracy", 0.1),
-    "nli": (ft.FinetuneConfig(n_train=400, n_test=150), (0,), "accuracy", 0.15),
-    "pos": (ft.FinetuneConfig(n_train=100, n_test=150, lr=2e-3), (0, 1, 2), "token_accuracy", 0.01),
-    "qa": (ft.FinetuneConfig(n_train=400, n_test=150, steps=150, dropout=0.0), (0,), "exact_match", 0.15),
-}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("task", ft.TASKS)
-def test_finetuned_bert_against_the_baseline(task, encoder):
-    config, seeds, metric, margin = CASES[task]
-    bert_score = metrics.summarize([ft.finetune(task, encoder, config, s, device="cpu").metrics for s in seeds])[
-        metric
-    ][0]
-    base = metrics.summarize([ft.baseline(task, config.n_train, config.n_test, s) for s in seeds])[metric][0]
-    assert bert_score >= base + margin, (
-        f"{task}: fine-tuned BERT {metric} {bert_score:.3f} should beat the baseline's {base:.3f} by {margin}"
-    )
-
-
 def test_set_dropout_switches_on_dropout_everywhere_in_the_encoder(encoder):
     enc = copy.deepcopy(encoder)
     ft.set_dropout(enc, 0.3)
