@@ -52,6 +52,7 @@ def test_wheel_includes_checkpoints(tmp_path):
     missing = expected - names
     assert not missing, f"checkpoint files left out of the wheel (package-data in pyproject.toml?): {missing}"
     assert "word2bert/__init__.py" in names and "word2bert/data/toyworld.py" in names
+    assert "word2bert/data/toyworld_grammar.toml" in names, "the toy world's grammar is a data file of the package"
     assert not any(n.startswith("word2bert_grader/") for n in names), (
         "the students' library must not carry the grading pipeline"
     )
