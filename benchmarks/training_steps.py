@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 
 import torch
 from gpt_vs_hf import median_seconds  # same folder
@@ -108,6 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--threads", type=int, nargs="+", help="thread counts (default: 1, torch's, cpu_threads())")
     parser.add_argument("--models", nargs="+", choices=["GPT", "BERT"], default=["GPT", "BERT"])
+    parser.add_argument("--compile", action="store_true", help="also ours with torch.compile'd loss (minutes)")
     args = parser.parse_args(argv)
     default_threads = torch.get_num_threads()
     torch.manual_seed(0)
@@ -119,6 +121,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.profile:
             torch.set_num_threads(1)
             profile(name, ours, ours_loss)
+        compiled = None
+        if args.compile:  # inductor's CPU code fuses the elementwise work (layer norm, GELU, softmax) around matmuls
+            compiled = step_fn(ours, torch.compile(ours_loss), fused=True)
+            start = time.perf_counter()
+            compiled()
+            print(f"{name}: torch.compile took {time.perf_counter() - start:.0f} s (the first step)")
         with busy_neighbour(args.busy):
             chosen = cpu_threads()
             rows = []
@@ -131,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
                     "HF, foreach AdamW": step_fn(hf, hf_loss, fused=False),
                     "HF, fused AdamW": step_fn(hf, hf_loss, fused=True),
                 }
+                if compiled:
+                    steps["ours, torch.compile'd loss, fused AdamW"] = compiled
                 if course:
                     steps["ours, course's objective (MLM head on masked positions), fused AdamW"] = step_fn(
                         *course, fused=True
