@@ -40,18 +40,16 @@ from .pretraining_data import (
     PretrainingInstance,
     SentenceObjective,
     SentenceOrderPrediction,
-    build_pair_input,
     create_instances_from_document,
     create_pretraining_instances,
     mask_tokens,
     tokenize_documents,
-    truncate_seq_pair,
 )
 from .training import TrainConfig, autocast, init_distributed, to_device, train
-from .wordpiece import WordPieceTokenizer
+from .wordpiece import WordPieceTokenizer, build_pair_input, truncate_seq_pair
 
-# What moved to pretraining_data, training and bert is still importable from here, where the exercises, the book
-# and the scripts import it; this module's own names follow.
+# What moved to pretraining_data, wordpiece, training and bert is still importable from here, where the exercises,
+# the book and the scripts import it; this module's own names follow.
 __all__ = [
     "IS_NEXT",
     "MLM_ONLY",
