@@ -132,7 +132,8 @@ def task_loader(
 ) -> DataLoader:
     """A DataLoader of padded batches of ``n`` toy-world examples of ``task`` (e.g. sentiment for the graded
     fine-tuning cell); shuffled with ``seed``."""
-    feats = [encode(task, tokenizer, x, max_length, label_all_pieces) for x in examples(task, n, split, seed)]
+    task = get_task(task)
+    feats = [task.encode(tokenizer, x, max_length, label_all_pieces) for x in examples(task, n, split, seed)]
     return DataLoader(
         feats,
         batch_size,
@@ -254,7 +255,7 @@ def evaluate(
     task = get_task(task)
     test = examples(task, config.n_test, config.test_split, seed)
     predictions = predict(task, model, tokenizer, test, config)
-    return FinetuneResult(task, score(task, predictions, test), [], test, predictions, model)
+    return FinetuneResult(task, task.score(predictions, [task.gold(x) for x in test]), [], test, predictions, model)
 
 
 def baseline(
@@ -277,6 +278,7 @@ def run_seeds(
     keep_model: bool = False,
 ) -> list[FinetuneResult]:
     """One fine-tuning run per seed (the seed picks the data, the head's initialisation and the batches)."""
+    task = get_task(task)
     return [finetune(task, encoder, config, seed, device, keep_model) for seed in seeds]
 
 
