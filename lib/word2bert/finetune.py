@@ -38,6 +38,7 @@ __all__ = [
     "collate",
     "encode",
     "evaluate",
+    "evaluate_finetuned",
     "examples",
     "finetune",
     "learning_curve",
@@ -244,10 +245,11 @@ def finetune(
         return task.loss(m(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]), batch)
 
     losses = train(model, loader, loss_fn, train_config, device, desc=f"fine-tuning ({task.name})")
-    return replace(evaluate(task, model, tokenizer, config, seed), losses=losses, model=model if keep_model else None)
+    result = evaluate_finetuned(task, model, tokenizer, config, seed)
+    return replace(result, losses=losses, model=model if keep_model else None)
 
 
-def evaluate(
+def evaluate_finetuned(
     task: str | Task, model: FineTuner, tokenizer: WordPieceTokenizer, config: FinetuneConfig, seed: int = 0
 ) -> FinetuneResult:
     """Score a fine-tuned ``model`` on ``config.n_test`` examples of ``config.test_split`` (e.g. one model on
@@ -256,6 +258,9 @@ def evaluate(
     test = examples(task, config.n_test, config.test_split, seed)
     predictions = predict(task, model, tokenizer, test, config)
     return FinetuneResult(task, task.score(predictions, [task.gold(x) for x in test]), [], test, predictions, model)
+
+
+evaluate = evaluate_finetuned  # the old name, as chapter 5's pages call it
 
 
 def baseline(

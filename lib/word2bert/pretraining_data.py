@@ -79,7 +79,7 @@ class PretrainingInstance:
 
     tokens_a: list[int]
     tokens_b: list[int]
-    is_random_next: bool
+    is_random_next: bool  # BERT's name for any negative pair: NSP's random B, or SOP's swap of A and B
 
     @property
     def next_sentence_label(self) -> int:
