@@ -38,6 +38,7 @@ __all__ = [
     "collate",
     "encode",
     "evaluate",
+    "evaluate_finetuned",
     "examples",
     "finetune",
     "learning_curve",
@@ -132,7 +133,8 @@ def task_loader(
 ) -> DataLoader:
     """A DataLoader of padded batches of ``n`` toy-world examples of ``task`` (e.g. sentiment for the graded
     fine-tuning cell); shuffled with ``seed``."""
-    feats = [encode(task, tokenizer, x, max_length, label_all_pieces) for x in examples(task, n, split, seed)]
+    task = get_task(task)
+    feats = [task.encode(tokenizer, x, max_length, label_all_pieces) for x in examples(task, n, split, seed)]
     return DataLoader(
         feats,
         batch_size,
@@ -243,10 +245,11 @@ def finetune(
         return task.loss(m(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]), batch)
 
     losses = train(model, loader, loss_fn, train_config, device, desc=f"fine-tuning ({task.name})")
-    return replace(evaluate(task, model, tokenizer, config, seed), losses=losses, model=model if keep_model else None)
+    result = evaluate_finetuned(task, model, tokenizer, config, seed)
+    return replace(result, losses=losses, model=model if keep_model else None)
 
 
-def evaluate(
+def evaluate_finetuned(
     task: str | Task, model: FineTuner, tokenizer: WordPieceTokenizer, config: FinetuneConfig, seed: int = 0
 ) -> FinetuneResult:
     """Score a fine-tuned ``model`` on ``config.n_test`` examples of ``config.test_split`` (e.g. one model on
@@ -254,7 +257,10 @@ def evaluate(
     task = get_task(task)
     test = examples(task, config.n_test, config.test_split, seed)
     predictions = predict(task, model, tokenizer, test, config)
-    return FinetuneResult(task, score(task, predictions, test), [], test, predictions, model)
+    return FinetuneResult(task, task.score(predictions, [task.gold(x) for x in test]), [], test, predictions, model)
+
+
+evaluate = evaluate_finetuned  # the old name, as chapter 5's pages call it
 
 
 def baseline(
@@ -277,6 +283,7 @@ def run_seeds(
     keep_model: bool = False,
 ) -> list[FinetuneResult]:
     """One fine-tuning run per seed (the seed picks the data, the head's initialisation and the batches)."""
+    task = get_task(task)
     return [finetune(task, encoder, config, seed, device, keep_model) for seed in seeds]
 
 

@@ -1,5 +1,6 @@
 """The scores fine-tuning reports: accuracy and macro-F1 for labels, SQuAD's exact match and span F1 for answers,
-and a mean ± standard deviation over runs (seeds); and two measures of generated text, distinct-n and repetition."""
+and a mean ± standard deviation over runs (seeds); two measures of generated text, distinct-n and repetition; and a
+linear probe's test accuracy on frozen features (the probes' and the tagging task's)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 
 
 def accuracy(predictions: Sequence, golds: Sequence) -> float:
@@ -62,3 +64,31 @@ def summarize(metrics: Sequence[dict[str, float]]) -> dict[str, tuple[float, flo
         t = torch.tensor([m[k] for m in metrics], dtype=torch.float64)
         out[k] = (t.mean().item(), t.std(unbiased=False).item())
     return out
+
+
+def linear_probe_accuracy(
+    train_x: torch.Tensor,
+    train_y: torch.Tensor,
+    test_x: torch.Tensor,
+    test_y: torch.Tensor,
+    num_classes: int,
+    epochs: int = 200,
+    weight_decay: float = 1e-4,
+    seed: int = 0,
+) -> float:
+    """Train a multinomial logistic regression (full batch, L-BFGS) on standardised features; test accuracy."""
+    mean, std = train_x.mean(0), train_x.std(0) + 1e-6
+    train_x, test_x = (train_x - mean) / std, (test_x - mean) / std
+    torch.manual_seed(seed)
+    probe = torch.nn.Linear(train_x.shape[1], num_classes)
+    opt = torch.optim.LBFGS(probe.parameters(), max_iter=epochs, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(probe(train_x), train_y) + weight_decay * probe.weight.pow(2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        return (probe(test_x).argmax(-1) == test_y).float().mean().item()

@@ -40,18 +40,16 @@ from .pretraining_data import (
     PretrainingInstance,
     SentenceObjective,
     SentenceOrderPrediction,
-    build_pair_input,
     create_instances_from_document,
     create_pretraining_instances,
     mask_tokens,
     tokenize_documents,
-    truncate_seq_pair,
 )
 from .training import TrainConfig, autocast, init_distributed, to_device, train
-from .wordpiece import WordPieceTokenizer
+from .wordpiece import WordPieceTokenizer, build_pair_input, truncate_seq_pair
 
-# What moved to pretraining_data, training and bert is still importable from here, where the exercises, the book
-# and the scripts import it; this module's own names follow.
+# What moved to pretraining_data, wordpiece, training and bert is still importable from here, where the exercises,
+# the book and the scripts import it; this module's own names follow.
 __all__ = [
     "IS_NEXT",
     "MLM_ONLY",
@@ -79,6 +77,7 @@ __all__ = [
     "PretrainingObjective",
     "eval_batches",
     "evaluate",
+    "evaluate_pretraining",
     "parameter_digest",
     "pretrain",
 ]
@@ -133,14 +132,17 @@ class PretrainingObjective(nn.Module):
 
 
 @torch.no_grad()
-def evaluate(
+def evaluate_pretraining(
     model: nn.Module,
     batches: Sequence[dict],
     device: str | torch.device | None = None,
     sentence: SentenceObjective = NSP,
 ) -> dict:
     """Loss (MLM + ``sentence``'s), MLM accuracy (over masked pieces) and the [CLS] classifier's accuracy on the
-    batches' pair labels (``nsp_accuracy``, whatever objective made them) on already masked batches."""
+    batches' pair labels, on already masked batches.
+
+    ``nsp_accuracy`` keeps BERT's name whatever objective made the pairs: with ``SOP`` it is the accuracy of telling
+    swapped pairs from kept ones. The name stays because the committed results and the book's pages read it."""
     device = resolve(device)
     was_training = model.training
     model.eval()
@@ -162,6 +164,9 @@ def evaluate(
         "mlm_accuracy": mlm_hits / max(1, mlm_total),
         "nsp_accuracy": nsp_hits / max(1, nsp_total),
     }
+
+
+evaluate = evaluate_pretraining  # the old name, as chapter 4's pages and the tests call it
 
 
 def eval_batches(
@@ -233,7 +238,7 @@ def pretrain(
             return  # the other ranks hold the same weights
         last = step == steps
         if evaluation and (last or config.eval_every and step % config.eval_every == 0):
-            result.evals.append({"step": step, **evaluate(model, evaluation, device, config.objective)})
+            result.evals.append({"step": step, **evaluate_pretraining(model, evaluation, device, config.objective)})
             e = result.evals[-1]
             tqdm.write(
                 f"step {step}: loss {e['loss']:.3f}, MLM accuracy {e['mlm_accuracy']:.3f}"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch.utils.data import Dataset
 
-from .wordpiece import PREFIX, WordPieceTokenizer
+from .wordpiece import PREFIX, WordPieceTokenizer, build_pair_input, truncate_seq_pair
 
 IS_NEXT, NOT_NEXT = 0, 1
 
@@ -79,38 +79,11 @@ class PretrainingInstance:
 
     tokens_a: list[int]
     tokens_b: list[int]
-    is_random_next: bool
+    is_random_next: bool  # BERT's name for any negative pair: NSP's random B, or SOP's swap of A and B
 
     @property
     def next_sentence_label(self) -> int:
         return NOT_NEXT if self.is_random_next else IS_NEXT
-
-
-def truncate_seq_pair(
-    tokens_a: Sequence, tokens_b: Sequence, max_num_tokens: int, rng: random.Random | None = None
-) -> tuple[list, list]:
-    """Copies of A and B cut to ``max_num_tokens`` together: one piece at a time from the longer (B on a tie),
-    from its front or its back at random with ``rng`` (the reference implementation), from the back without."""
-    a, b = list(tokens_a), list(tokens_b)
-    while len(a) + len(b) > max_num_tokens:
-        longer = a if len(a) > len(b) else b
-        if rng is not None and rng.random() < 0.5:
-            del longer[0]
-        else:
-            longer.pop()
-    return a, b
-
-
-def build_pair_input(
-    tokens_a: Sequence[int], tokens_b: Sequence[int], *, cls_id: int, sep_id: int, max_len: int | None = None
-) -> tuple[list[int], list[int]]:
-    """``(input_ids, token_type_ids)`` of ``[CLS] A [SEP] B [SEP]``: segment 0 up to the first [SEP], then 1.
-    With ``max_len`` the pair is first cut by ``truncate_seq_pair`` to fit."""
-    if max_len is not None:
-        tokens_a, tokens_b = truncate_seq_pair(tokens_a, tokens_b, max_len - 3)
-    input_ids = [cls_id, *tokens_a, sep_id, *tokens_b, sep_id]
-    token_type_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
-    return input_ids, token_type_ids
 
 
 class SentenceObjective:

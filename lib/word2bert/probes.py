@@ -27,10 +27,10 @@ from .data import (
     ToyWorld,
     WordNet,
     plain_sense_occurrences,
-    pretraining_documents,
     wordnet_available,
 )
 from .embedding import Embedder, embed_sentences
+from .metrics import linear_probe_accuracy
 
 
 def embed_occurrences(model: Embedder, occurrences: Sequence[SenseOccurrence]) -> torch.Tensor:
@@ -196,34 +196,6 @@ def control_tags(sentences, seed: int = 0) -> dict[str, int]:
     return dict(zip(words, draws.tolist()))
 
 
-def linear_probe_accuracy(
-    train_x: torch.Tensor,
-    train_y: torch.Tensor,
-    test_x: torch.Tensor,
-    test_y: torch.Tensor,
-    num_classes: int,
-    epochs: int = 200,
-    weight_decay: float = 1e-4,
-    seed: int = 0,
-) -> float:
-    """Train a multinomial logistic regression (full batch, L-BFGS) on standardised features; test accuracy."""
-    mean, std = train_x.mean(0), train_x.std(0) + 1e-6
-    train_x, test_x = (train_x - mean) / std, (test_x - mean) / std
-    torch.manual_seed(seed)
-    probe = torch.nn.Linear(train_x.shape[1], num_classes)
-    opt = torch.optim.LBFGS(probe.parameters(), max_iter=epochs, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = F.cross_entropy(probe(train_x), train_y) + weight_decay * probe.weight.pow(2).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    with torch.no_grad():
-        return (probe(test_x).argmax(-1) == test_y).float().mean().item()
-
-
 def pos_probe(
     model: Embedder, seeds: Sequence[int] = (0, 1, 2), n_train: int = 300, n_test: int = 300, control: bool = False
 ) -> ProbeResult:
@@ -245,20 +217,10 @@ def pos_probe(
     return ProbeResult("part of speech" + " (control task)" * control, torch.tensor(rows))
 
 
-def course_models(device=None, word2vec_tokens: int = 120_000) -> dict[str, Embedder]:
-    """The four models of the course, ready for side-by-side probes: a word2vec trained here on ``word2vec_tokens``
-    tokens of the checkpoints' mixture, half toy world and half ordinary English (a few seconds once the English
-    corpus is read), and the committed ELMo, GPT and BERT checkpoints."""
-    from . import bert, elmo, gpt
-    from .word2vec import Word2Vec
+def __getattr__(name: str):
+    # course_models moved to reporting, which may load every model; the old import path keeps working.
+    if name == "course_models":
+        from .reporting import course_models
 
-    documents = pretraining_documents(word2vec_tokens, wordnet_fraction=0.0, english_fraction=0.5)
-    corpus = [sentence for document in documents for sentence in document]
-    return {
-        "word2vec": Word2Vec(
-            corpus, vector_size=64, window=5, min_count=2, epochs=2, seed=0, device=device, progress=False
-        ),
-        "ELMo": elmo.pretrained(device),
-        "GPT": gpt.pretrained(device),
-        "BERT": bert.pretrained(device=device),
-    }
+        return course_models
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

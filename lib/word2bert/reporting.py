@@ -1,7 +1,7 @@
 """What the book's pages show: a word's vectors across sentences (a cosine table per layer, and occurrences of
 many sentences projected to 2-D by sense), probes' scores per layer in one table, and chapter 5's fine-tuning runs (a
 table of mean ± std, and a learning curve). Also the pieces every page shares: the figures' style, numbers glued into
-the prose, a model card shown inside a page."""
+the prose, a model card shown inside a page, and the course's four models loaded side by side (``course_models``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .data import SenseOccurrence
+from .data import SenseOccurrence, pretraining_documents
 from .embedding import Embedder, word_vectors
 from .probes import ProbeResult, embed_occurrences
 
@@ -162,3 +162,22 @@ def plot_learning_curve(curve: dict[str, list[float]], task: str, metric: str, a
     ax.minorticks_off()
     ax.legend()
     return ax
+
+
+def course_models(device=None, word2vec_tokens: int = 120_000) -> dict[str, Embedder]:
+    """The four models of the course, ready for side-by-side probes: a word2vec trained here on ``word2vec_tokens``
+    tokens of the checkpoints' mixture, half toy world and half ordinary English (a few seconds once the English
+    corpus is read), and the committed ELMo, GPT and BERT checkpoints."""
+    from . import bert, elmo, gpt
+    from .word2vec import Word2Vec
+
+    documents = pretraining_documents(word2vec_tokens, wordnet_fraction=0.0, english_fraction=0.5)
+    corpus = [sentence for document in documents for sentence in document]
+    return {
+        "word2vec": Word2Vec(
+            corpus, vector_size=64, window=5, min_count=2, epochs=2, seed=0, device=device, progress=False
+        ),
+        "ELMo": elmo.pretrained(device),
+        "GPT": gpt.pretrained(device),
+        "BERT": bert.pretrained(device=device),
+    }

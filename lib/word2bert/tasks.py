@@ -25,10 +25,8 @@ from torch import nn
 
 from . import heads
 from .data import NLI_LABELS, POS_TAGS, ToyWorld
-from .metrics import accuracy, macro_f1, qa_scores
-from .pretraining_data import build_pair_input
-from .probes import linear_probe_accuracy
-from .wordpiece import WordPieceTokenizer
+from .metrics import accuracy, linear_probe_accuracy, macro_f1, qa_scores
+from .wordpiece import WordPieceTokenizer, build_pair_input
 
 
 @dataclass

@@ -14,7 +14,7 @@ optimizer (the plain path); ``Word2VecModel.sgd_step`` writes its gradient out a
 touches, which is what the C code's inner loop does pair by pair (the fast path, used by default). Several worker
 threads can share the tables without locks (Hogwild, as the C code and gensim do). ``Word2Vec`` follows gensim's
 interface: the vectors it trains live apart, in ``word2bert.vectors.KeyedVectors`` (``model.wv``), as gensim
-keeps them, and the word tests that score them in ``word2bert.evaluation``.
+keeps them, and the word tests that score them in ``word2bert.word_tests``.
 """
 
 from __future__ import annotations

@@ -9,10 +9,14 @@ language model; its trainer was never released. This one learns it as Hugging Fa
 the most frequent adjacent pieces (``word2bert.bpe.learn_merges``) on "##"-prefixed characters, which is simpler
 and testable against a public implementation. Either way the vocabulary is the set of pieces, and encoding is
 greedy longest-match, not merges.
+
+A sentence pair goes in as ``[CLS] A [SEP] B [SEP]`` with segment ids 0 then 1 (``build_pair_input``, after
+``truncate_seq_pair`` when it is too long): BERT's pre-training pairs and the fine-tuning pair tasks share it.
 """
 
 from __future__ import annotations
 
+import random
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -213,3 +217,33 @@ class WordPieceTokenizer:
     @classmethod
     def load(cls, path: str | Path, lowercase: bool = True) -> WordPieceTokenizer:
         return cls(Path(path).read_text(encoding="utf-8").splitlines(), lowercase)
+
+
+# --- sentence pairs: [CLS] A [SEP] B [SEP] from piece ids (pre-training's pairs, fine-tuning's pair tasks) ---------
+
+
+def truncate_seq_pair(
+    tokens_a: Sequence, tokens_b: Sequence, max_num_tokens: int, rng: random.Random | None = None
+) -> tuple[list, list]:
+    """Copies of A and B cut to ``max_num_tokens`` together: one piece at a time from the longer (B on a tie),
+    from its front or its back at random with ``rng`` (the reference implementation), from the back without."""
+    a, b = list(tokens_a), list(tokens_b)
+    while len(a) + len(b) > max_num_tokens:
+        longer = a if len(a) > len(b) else b
+        if rng is not None and rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+    return a, b
+
+
+def build_pair_input(
+    tokens_a: Sequence[int], tokens_b: Sequence[int], *, cls_id: int, sep_id: int, max_len: int | None = None
+) -> tuple[list[int], list[int]]:
+    """``(input_ids, token_type_ids)`` of ``[CLS] A [SEP] B [SEP]``: segment 0 up to the first [SEP], then 1.
+    With ``max_len`` the pair is first cut by ``truncate_seq_pair`` to fit."""
+    if max_len is not None:
+        tokens_a, tokens_b = truncate_seq_pair(tokens_a, tokens_b, max_len - 3)
+    input_ids = [cls_id, *tokens_a, sep_id, *tokens_b, sep_id]
+    token_type_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+    return input_ids, token_type_ids

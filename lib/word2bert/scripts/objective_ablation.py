@@ -25,7 +25,7 @@ import torch
 
 from word2bert import finetune as ft
 from word2bert.objectives import WORD_OBJECTIVES, WordObjective, save
-from word2bert.pretraining import MLM_ONLY, create_pretraining_instances, eval_batches, evaluate
+from word2bert.pretraining import MLM_ONLY, create_pretraining_instances, eval_batches, evaluate_pretraining
 from word2bert.probes import pos_probe, sense_probe
 from word2bert.scripts import pretrain_bert, sentence_objectives
 
@@ -84,7 +84,7 @@ def run(name: str, seed: int, own: argparse.Namespace, args: argparse.Namespace,
         "objective": name,
         "seed": seed,
         "parameters": sum(p.numel() for p in model.parameters()),
-        "mlm_accuracy": evaluate(model, mlm_batches, args.device)["mlm_accuracy"]
+        "mlm_accuracy": evaluate_pretraining(model, mlm_batches, args.device)["mlm_accuracy"]
         if objective.mlm_probability
         else None,
         "probes": probes(model),

@@ -32,7 +32,7 @@ from word2bert.pretraining import (
     SentenceObjective,
     create_pretraining_instances,
     eval_batches,
-    evaluate,
+    evaluate_pretraining,
     pretrain,
 )
 from word2bert.scripts import pretrain_bert
@@ -92,7 +92,7 @@ def run(objective: SentenceObjective, seed: int, args: argparse.Namespace, data:
     tokenizer, train_ids, held_out = data
     started = time.time()
     model, losses = pretrain_encoder(objective, seed, args, tokenizer, train_ids, device)
-    scores = {task: evaluate(model, batches, device)[key] for task, (key, batches) in held_out.items()}
+    scores = {task: evaluate_pretraining(model, batches, device)[key] for task, (key, batches) in held_out.items()}
     pretraining_minutes = (time.time() - started) / 60
     nli = ft.finetune("nli", model.bert, NLI, seed, device).metrics if tune else {"accuracy": None}
     qa = ft.finetune("qa", model.bert, QA, seed, device).metrics if tune else {"exact_match": None, "span_f1": None}

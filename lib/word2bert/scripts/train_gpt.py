@@ -32,7 +32,7 @@ from word2bert import gpt
 from word2bert.bpe import ENDOFTEXT, BPETokenizer
 from word2bert.data import ToyWorld, pretraining_documents
 from word2bert.device import resolve, seed_everything
-from word2bert.gpt import GPT, GPTConfig, document_text, evaluate, token_stream, windows
+from word2bert.gpt import GPT, GPTConfig, document_text, next_token_loss, token_stream, windows
 from word2bert.scripts.common import make_parser, save_card, text_source
 from word2bert.training import TrainConfig, train
 
@@ -104,9 +104,9 @@ def main(argv: list[str] | None = None) -> dict:
         schedule="cosine",
     )
     model.to(device)
-    initial = {name: evaluate(model, data, args.batch_size, device) for name, data in held_out.items()}
+    initial = {name: next_token_loss(model, data, args.batch_size, device) for name, data in held_out.items()}
     history = train(model, batches, lambda m, b: m.loss(b), train_config, device, desc="GPT")
-    final = {name: evaluate(model, data, args.batch_size, device) for name, data in held_out.items()}
+    final = {name: next_token_loss(model, data, args.batch_size, device) for name, data in held_out.items()}
     gpt.save(model, args.out, torch.float16)  # half the bytes, and the card's numbers to the digits shown
 
     tail = history[-max(1, len(history) // 10) :]

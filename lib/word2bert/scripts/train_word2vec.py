@@ -20,9 +20,9 @@ from pathlib import Path
 import torch
 
 from word2bert.data.english import LICENCES, english_documents
-from word2bert.evaluation import ANALOGY_VOCAB, standard_word_tests
 from word2bert.vectors import WORD2VEC_ENGLISH, KeyedVectors
 from word2bert.word2vec import Word2Vec
+from word2bert.word_tests import ANALOGY_VOCAB, standard_word_tests
 
 from .common import save_card
 
