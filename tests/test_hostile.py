@@ -1444,6 +1444,7 @@ def test_the_run_finishes_and_every_submission_has_a_row(graded):
         "nucleus",
         "surrogate",
         "bad-?-name",
+        "shadowing",
         "bomb",
         "scratch",
         "slowcall",
