@@ -506,6 +506,12 @@ if pid == 0:
     except OSError as error:
         out["ptmx"] = error.strerror
     out["uid_map"] = open("/proc/self/uid_map").read().split()
+    import socket
+    try:  # created, never connected: a virtual machine's channel to its host (AF_VSOCK, 40)
+        socket.socket(40, socket.SOCK_STREAM).close()
+        out["vsock"] = "created"
+    except OSError as error:
+        out["vsock"] = error.strerror
     os.write(w, json.dumps(out).encode())
     os._exit(0)
 os.close(w)
@@ -1760,6 +1766,13 @@ def test_the_kernel_attack_surface_is_narrowed(graded):
     if reachable:
         problems.append(f"reachable system calls: {reachable}")
     assert not problems, problems
+
+
+def test_no_socket_reaches_a_virtual_machines_host(graded):
+    kernel = probe(page_text(graded.ctx, "probe", "03-gpt"), "kernel")
+    # unsafe: socket(AF_VSOCK) works in the sandbox, and no network namespace isolates it: on a virtual machine
+    # (these machines have /dev/vsock) student code can connect to the services of the host outside it
+    assert kernel["vsock"] != "created", kernel
 
 
 def test_nothing_in_a_sandbox_runs_as_host_root_or_changes_the_host(graded):
