@@ -224,6 +224,7 @@ class _Call:
             # The sandbox computes on the CPU: what comes back goes where the test's tensors are (a GPU grader)
             device = _device_of(self.args, self.kwargs, self.modules)
             self.result = _map_tensors(decoder.decode(reply.get("result")), lambda t: t.to(device))
+            decoder.arguments = []  # what the arguments became comes by value (a reference there could make a cycle)
             _write_back(self.args, decoder.decode(reply.get("args")))
             _write_back(self.kwargs, decoder.decode(reply.get("kwargs")))
             session.mirror.refresh(reply.get("modules") or [], decoder)
