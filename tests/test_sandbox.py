@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from word2bert_grader import feedback, notebook, wire
-from word2bert_grader.proxy import SandboxFailure, Session, StudentError
+from word2bert_grader.proxy import SandboxFailure, Session, StudentError, UnreadableFailure
 from word2bert_grader.sandbox import Limits, Sandbox, Unavailable, check_available
 from word2bert_grader.task import Result
 
@@ -180,6 +180,9 @@ def keep_or_copy(a, b, options):
     b.append(0)
     return a, b, options, [a]  # the first argument and the options themselves, a copy of the second
 
+def repeat(x, n):
+    return [x] * n
+
 class Tagger(nn.Module):
     # torch's own layers that the grader does not run itself: recurrent, norm, activation, loss
     def __init__(self):
@@ -293,6 +296,17 @@ def test_a_result_that_is_an_argument_is_that_argument(session):
     assert got_a is a and nested[0] is a and got_options is options, "the arguments themselves, as in a local call"
     assert got_b == [3, 0] and b == [3], "a copy is a copy"
     assert got_a[1] is a[1]
+
+
+@needs_bwrap
+def test_references_to_the_arguments_are_bounded(session):
+    # unsafe: 5,000 references (60 kB of message) to a list of 1,000 values stand for 5 million values, and the
+    # tests' own work on them (sorting, comparing) would take time out of proportion to what was sent
+    repeat = bind(session, "repeat")["repeat"]
+    big = list(range(1000))
+    assert all(r is big for r in repeat(big, 10))
+    with pytest.raises(UnreadableFailure):
+        repeat(big, 5000)
 
 
 @needs_bwrap

@@ -208,7 +208,8 @@ class _Call:
 
     def __init__(self, session, header, encoder, args, kwargs, modules, inputs, params):
         self.session, self.header, self.tensors = session, header, encoder.tensors
-        self.arguments = encoder.containers  # the lists and dicts of the arguments, numbered as the sandbox does
+        # the lists and dicts of the arguments, numbered as the sandbox does, and their sizes
+        self.arguments, self.sizes = encoder.containers, encoder.sizes
         self.args, self.kwargs, self.modules = args, kwargs, modules
         self.inputs, self.params = inputs, params
         self.result = None
@@ -218,7 +219,7 @@ class _Call:
     def run(self) -> None:
         session = self.session
         reply, tensors = session.request(self.header, self.tensors)
-        decoder = wire.Decoder(tensors, session._proxy, arguments=self.arguments)
+        decoder = wire.Decoder(tensors, session._proxy, arguments=self.arguments, sizes=self.sizes)
         session._current_decoder = decoder
         try:
             # The sandbox computes on the CPU: what comes back goes where the test's tensors are (a GPU grader)
