@@ -102,6 +102,23 @@ def test_notebooks_named_by_student_and_assignment_are_collected(course):
     assert sorted(os.listdir(sub / "alice" / "01-word2vec")) == ["01-word2vec.ipynb"]  # no temp
 
 
+def test_a_notebook_keeps_the_time_of_its_download(course):
+    # unfair: every notebook was written with the time it was collected, which deadlines.py reads as the time of the
+    # submission: collected after the due date, work handed in on time was late (and scored 0 under "zero")
+    down, sub, run = course
+    (down / "alice_01-word2vec.ipynb").write_bytes(nb("alice-1"))
+    on_time = 1767603600.0  # 2026-01-05 09:00 UTC
+    os.utime(down / "alice_01-word2vec.ipynb", (on_time, on_time))
+    # a zip's own time, not its member's, which the student's zipper wrote (here: years before)
+    member = zipfile.ZipInfo("05-bert-finetuning.ipynb", date_time=(2020, 1, 1, 0, 0, 0))
+    make_zip(down / "bob.zip", [(member, nb("bob-5"))])
+    os.utime(down / "bob.zip", (on_time + 60, on_time + 60))
+    collected, problems = run()
+    assert len(collected) == 2 and problems == {}
+    assert os.stat(sub / "alice" / "01-word2vec" / "01-word2vec.ipynb").st_mtime == on_time
+    assert os.stat(sub / "bob" / "05-bert-finetuning" / "05-bert-finetuning.ipynb").st_mtime == on_time + 60
+
+
 def test_a_member_named_after_another_student_is_the_zip_owners(course):
     down, sub, run = course
     honest = sub / "alice" / "01-word2vec" / "01-word2vec.ipynb"

@@ -506,6 +506,12 @@ if pid == 0:
     except OSError as error:
         out["ptmx"] = error.strerror
     out["uid_map"] = open("/proc/self/uid_map").read().split()
+    import socket
+    try:  # created, never connected: a virtual machine's channel to its host (AF_VSOCK, 40)
+        socket.socket(40, socket.SOCK_STREAM).close()
+        out["vsock"] = "created"
+    except OSError as error:
+        out["vsock"] = error.strerror
     os.write(w, json.dumps(out).encode())
     os._exit(0)
 os.close(w)
@@ -573,6 +579,57 @@ class Highway(nn.Module):
         for p in self.parameters():
             p.data.zero_()  # the tests read the parameters after the call
         return out
+"""
+
+# A wrong Highway (x / 2, what zero weights give) whose runner, patched from the cell, describes its Linear layers a
+# second time with attributes `weight` and `bias` of zeros beside the parameters of the same names: the mirror's
+# nn.Linear runs its forward in the grader, with whichever the attribute lookup finds first.
+SHADOWING_HIGHWAY = r"""
+import gc
+
+import torch
+from torch import nn
+
+
+class Highway(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.transform = nn.Linear(dim, dim)
+        self.gate = nn.Linear(dim, dim)
+
+    def forward(self, x):  # wrong: x / 2 whatever the weights (what zero weights give)
+        return x / 2 + 0 * sum(p.sum() for p in self.parameters())
+
+
+_R = type(next(o for o in gc.get_objects() if type(o).__name__ == "Runner"))
+_describe, _call = _R.describe_module, _R.op_call
+_R._lie = False
+
+
+def _lying_describe(self, module):
+    tree = _describe(self, module)
+    if self._lie:
+        for h, node in tree["nodes"]:
+            if node["builtin"] == "Linear":
+                m = self.objects[h]
+                node["attrs"]["weight"] = self.encoder.encode(torch.zeros_like(m.weight))
+                node["attrs"]["bias"] = self.encoder.encode(torch.zeros_like(m.bias))
+    return tree
+
+
+def _lying_call(self, header, tensors):
+    reply, out = _call(self, header, tensors)
+    result = reply.get("result")
+    if isinstance(result, dict) and result.get("kind") == "module":
+        self._lie = True
+        try:
+            reply["args"] = self.encoder.encode((self.objects[result["$handle"]],))
+        finally:
+            self._lie = False
+    return reply, out
+
+
+_R.describe_module, _R.op_call = _lying_describe, _lying_call
 """
 
 SIGINT_LOOP = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
@@ -756,6 +813,7 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
     write(root, "lying", "01-word2vec", submission("01-word2vec", LYING))
     write(root, "mutation", "03-gpt", submission("03-gpt", {"causal_attention": MUTATING_ATTENTION}))
     write(root, "zeroing", "02-elmo", submission("02-elmo", {"Highway": ZEROING_HIGHWAY}))
+    write(root, "shadowing", "02-elmo", submission("02-elmo", {"Highway": SHADOWING_HIGHWAY}))
     # 2., 3., 5. exfiltration, gradebook and host writes, network
     # (and the course library, delegated to: the answers of skipgram_pairs and noise_distribution)
     write(
@@ -1392,6 +1450,7 @@ def test_the_run_finishes_and_every_submission_has_a_row(graded):
         "nucleus",
         "surrogate",
         "bad-?-name",
+        "shadowing",
         "bomb",
         "scratch",
         "slowcall",
@@ -1477,6 +1536,14 @@ def test_a_module_that_rewrites_its_parameters_spoofs_nothing(graded):
     # tests read the zeroed parameters after the call, and x / 2 is what zero layers give
     got = cell_scores(graded, "zeroing", "02-elmo", "test_Highway")
     assert got == 0, f"a Highway that returns x / 2 earned {got} points"
+
+
+def test_module_attributes_cannot_shadow_the_parameters_the_tests_set(graded):
+    # unsafe: the mirror's nn.Linear layers (whose forward runs in the grader) compute with the attributes of zeros
+    # that the forged description put beside their parameters, so the hidden test's reference from the weights it
+    # set is x / 2, which the wrong Highway returns
+    got = cell_scores(graded, "shadowing", "02-elmo", "test_Highway")
+    assert got == 0, f"a Highway that returns x / 2 and shadows its weights earned {got} points"
 
 
 # --- 2. exfiltration ------------------------------------------------------------------------------
@@ -1699,6 +1766,13 @@ def test_the_kernel_attack_surface_is_narrowed(graded):
     if reachable:
         problems.append(f"reachable system calls: {reachable}")
     assert not problems, problems
+
+
+def test_no_socket_reaches_a_virtual_machines_host(graded):
+    kernel = probe(page_text(graded.ctx, "probe", "03-gpt"), "kernel")
+    # unsafe: socket(AF_VSOCK) works in the sandbox, and no network namespace isolates it: on a virtual machine
+    # (these machines have /dev/vsock) student code can connect to the services of the host outside it
+    assert kernel["vsock"] != "created", kernel
 
 
 def test_nothing_in_a_sandbox_runs_as_host_root_or_changes_the_host(graded):

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from word2bert_grader import feedback, notebook, wire
-from word2bert_grader.proxy import SandboxFailure, Session, StudentError
+from word2bert_grader.proxy import SandboxFailure, Session, StudentError, UnreadableFailure
 from word2bert_grader.sandbox import Limits, Sandbox, Unavailable, check_available
 from word2bert_grader.task import Result
 
@@ -175,6 +175,14 @@ Pair = namedtuple("Pair", "first second")
 def pair(x):
     return Pair(x * 2, torch.max(x, dim=0))  # a namedtuple holding a torch.return_types.max
 
+def keep_or_copy(a, b, options):
+    b = list(b)
+    b.append(0)
+    return a, b, options, [a]  # the first argument and the options themselves, a copy of the second
+
+def repeat(x, n):
+    return [x] * n
+
 class Tagger(nn.Module):
     # torch's own layers that the grader does not run itself: recurrent, norm, activation, loss
     def __init__(self):
@@ -276,6 +284,29 @@ def test_tuple_subclasses_cross_as_tuples(session):
     x = torch.tensor([[1.0, 5.0], [3.0, 2.0]])
     first, (values, indices) = pair(x)  # unsafe for fairness: a correct namedtuple answer is unreadable
     assert torch.equal(first, x * 2) and values.tolist() == [3.0, 5.0] and indices.tolist() == [1, 0]
+
+
+@needs_bwrap
+def test_a_result_that_is_an_argument_is_that_argument(session):
+    # unfair the other way: a wrong answer that returns its input where the contract asks for a copy ("truncate_pair
+    # must return copies") passed, because every list came back as a new one
+    keep_or_copy = bind(session, "keep_or_copy")["keep_or_copy"]
+    a, b, options = [1, [2]], [3], {"k": [4]}
+    got_a, got_b, got_options, nested = keep_or_copy(a, b, options=options)
+    assert got_a is a and nested[0] is a and got_options is options, "the arguments themselves, as in a local call"
+    assert got_b == [3, 0] and b == [3], "a copy is a copy"
+    assert got_a[1] is a[1]
+
+
+@needs_bwrap
+def test_references_to_the_arguments_are_bounded(session):
+    # unsafe: 5,000 references (60 kB of message) to a list of 1,000 values stand for 5 million values, and the
+    # tests' own work on them (sorting, comparing) would take time out of proportion to what was sent
+    repeat = bind(session, "repeat")["repeat"]
+    big = list(range(1000))
+    assert all(r is big for r in repeat(big, 10))
+    with pytest.raises(UnreadableFailure):
+        repeat(big, 5000)
 
 
 @needs_bwrap

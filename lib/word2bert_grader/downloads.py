@@ -36,7 +36,9 @@ the others (reasons begin with ``ignored:``, ``refused:``, ``superseded:`` or ``
    collected: a conflict.
 5. With a roster (:func:`read_roster`), ids not on it are refused.
 6. Ids never reach a command line: this module is pure Python.
-7. A notebook is written atomically (a temporary file in its folder, then ``os.replace``), replacing
+7. A notebook is written atomically (a temporary file in its folder, then ``os.replace``), with the download's time
+   (the time of the file in the downloads folder, for a zip the zip's: :mod:`word2bert_grader.deadlines` reads
+   it as the time of the submission; a member's time inside a zip is whatever the zipper wrote), replacing
    an earlier download of the same (student, assignment); nothing else under ``submitted/`` is
    touched. A student or assignment folder that exists as a symlink, as a file, or under another
    spelling (a case-insensitive file system) is refused rather than written through. The notebook's
@@ -99,6 +101,7 @@ class _Candidate:
     source: str
     timestamp: tuple[int, ...] | None
     read: Callable[[int], bytes]  # max bytes -> the notebook; raises _Refused (or zipfile's errors)
+    mtime: float | None = None  # the download's time (a zip's own, for its members)
 
 
 def collect(
@@ -128,7 +131,7 @@ def collect(
     collected = []
     for c in winners:
         try:
-            _write(Path(submitted), c.student, c.assignment, _checked(c.read(max_member_bytes)))
+            _write(Path(submitted), c.student, c.assignment, _checked(c.read(max_member_bytes)), mtime=c.mtime)
         except _Refused as e:
             problems.append(Problem(c.source, f"refused: {e}", c.student, c.assignment))
         except Exception as e:  # a damaged member (bad CRC, broken deflate) or a failed write
@@ -218,12 +221,15 @@ def _scan_download(
         return [], [Problem(name, f"refused: student id {student!r} {why}")]
     timestamp = tuple(int(part) for part in stamp.split("-")) if stamp else None
     if assignment is None:
-        return _scan_zip(path, student, timestamp, assignments, cap)
+        found, problems = _scan_zip(path, student, timestamp, assignments, cap)
+        for c in found:
+            c.mtime = info.st_mtime
+        return found, problems
     why = _size_problem(info.st_size, cap)
     if why:
         return [], [Problem(name, f"refused: {why}", student, assignment)]
     read = functools.partial(_read_file, path)  # later, and only if it wins
-    return [_Candidate(student, assignment, name, timestamp, read)], []
+    return [_Candidate(student, assignment, name, timestamp, read, info.st_mtime)], []
 
 
 def _notebook_name(assignments: list[str]) -> re.Pattern[str]:

@@ -64,7 +64,9 @@ class Mirror:
             for child in node.get("children") or []:
                 if type(child) is not list or len(child) != 2 or child[1] not in built:
                     raise wire.WireError("a module's child is not described")
-                built[h]._modules[_member(child[0])] = built[child[1]]
+                name = _member(child[0])
+                built[h].__dict__.pop(name, None)  # as torch's __setattr__: a submodule is never also an attribute
+                built[h]._modules[name] = built[child[1]]
         root = built.get(tree.get("root"))
         if root is None:
             raise wire.WireError("a module tree without its root")
@@ -88,16 +90,20 @@ class Mirror:
             module.__dict__.update(_w2b_handle=h, _w2b_session=self.session, _w2b_generation=self.session.generation)
             self._mirrors[key] = module
         module.training = node.get("training") is True
+        _load_state(module, node.get("params") or {}, node.get("buffers") or {}, decoder)
         attrs = node.get("attrs") or {}
         if type(attrs) is not dict:
             raise wire.WireError("module attributes are not a dict")
+        # A plain attribute never shadows a parameter, buffer or submodule (torch's __setattr__ keeps them apart):
+        # one that did would be what a layer whose forward runs here (nn.Linear's weight) computes with, while the
+        # tests set and read the parameter.
+        members = {*module._parameters, *module._buffers, *module._modules}
         for k, v in attrs.items():
             k = _attribute(k)
-            if not k.startswith("_") and not hasattr(type(module), k):
+            if not k.startswith("_") and not hasattr(type(module), k) and k not in members:
                 module.__dict__[k] = decoder.decode(v)
         methods = node.get("methods") or []
         module.__dict__["_w2b_methods"] = tuple(_attribute(m) for m in methods if type(m) is str)
-        _load_state(module, node.get("params") or {}, node.get("buffers") or {}, decoder)
         return module
 
     def refresh(self, states, decoder) -> None:

@@ -151,7 +151,7 @@ class Session:
             "modules": states,
             "grad": torch.is_grad_enabled(),
         }
-        call = _Call(self, header, encoder.tensors, args, kwargs, modules, inputs, params)
+        call = _Call(self, header, encoder, args, kwargs, modules, inputs, params)
         try:
             if torch.is_grad_enabled() and (inputs or params):
                 outputs = _RemoteCall.apply(call, *[t for _, t in inputs], *[p for _, p in params])
@@ -206,8 +206,10 @@ class Session:
 class _Call:
     """One remote call: sends it, rebuilds its result, writes back what it changed."""
 
-    def __init__(self, session, header, tensors, args, kwargs, modules, inputs, params):
-        self.session, self.header, self.tensors = session, header, tensors
+    def __init__(self, session, header, encoder, args, kwargs, modules, inputs, params):
+        self.session, self.header, self.tensors = session, header, encoder.tensors
+        # the lists and dicts of the arguments, numbered as the sandbox does, and their sizes
+        self.arguments, self.sizes = encoder.containers, encoder.sizes
         self.args, self.kwargs, self.modules = args, kwargs, modules
         self.inputs, self.params = inputs, params
         self.result = None
@@ -217,12 +219,13 @@ class _Call:
     def run(self) -> None:
         session = self.session
         reply, tensors = session.request(self.header, self.tensors)
-        decoder = wire.Decoder(tensors, session._proxy)
+        decoder = wire.Decoder(tensors, session._proxy, arguments=self.arguments, sizes=self.sizes)
         session._current_decoder = decoder
         try:
             # The sandbox computes on the CPU: what comes back goes where the test's tensors are (a GPU grader)
             device = _device_of(self.args, self.kwargs, self.modules)
             self.result = _map_tensors(decoder.decode(reply.get("result")), lambda t: t.to(device))
+            decoder.arguments = []  # what the arguments became comes by value (a reference there could make a cycle)
             _write_back(self.args, decoder.decode(reply.get("args")))
             _write_back(self.kwargs, decoder.decode(reply.get("kwargs")))
             session.mirror.refresh(reply.get("modules") or [], decoder)
@@ -415,14 +418,18 @@ def _device_of(args, kwargs, modules: dict) -> torch.device:
 
 
 def _map_tensors(value, fn):
+    """``value`` with ``fn`` applied to its tensors; a list or dict whose items all stay the same objects is kept (it
+    may be the caller's own argument, returned)."""
     if isinstance(value, torch.Tensor):
         return fn(value)
     if type(value) is list:
-        return [_map_tensors(v, fn) for v in value]
+        mapped = [_map_tensors(v, fn) for v in value]
+        return value if all(a is b for a, b in zip(mapped, value)) else mapped
     if type(value) is tuple:
         return tuple(_map_tensors(v, fn) for v in value)
     if type(value) is dict:
-        return {k: _map_tensors(v, fn) for k, v in value.items()}
+        mapped = {k: _map_tensors(v, fn) for k, v in value.items()}
+        return value if all(mapped[k] is v for k, v in value.items()) else mapped
     return value
 
 

@@ -159,9 +159,13 @@ class Runner:
         with torch.set_grad_enabled(bool(header["grad"])):
             result = target(*args, **kwargs)
         encoder = self.encoder = wire.Encoder(self.handle)
+        # A result that is one of the argument lists or dicts (not a copy) goes back as a reference to it
+        encoder.aliases = {id(c): n for n, c in enumerate(decoder.containers)}
+        encoded = encoder.encode(result)
+        encoder.aliases = {}  # the arguments themselves go back by value (what the call left in them)
         reply = {
             "ok": True,
-            "result": encoder.encode(result),
+            "result": encoded,
             "args": encoder.encode(args),
             "kwargs": encoder.encode(kwargs),
             "modules": [wire.module_state(h, m, encoder) for h, m in modules],

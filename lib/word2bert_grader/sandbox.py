@@ -16,7 +16,8 @@ The student's code runs in ``runner.py`` under bubblewrap (Debian's ``bubblewrap
 - a seccomp filter: the system calls container escapes go through (mounts, namespaces, kernel
   keys and modules, eBPF, io_uring, perf, userfaultfd, ptrace) fail with EPERM, and so do those that take from a
   quota of the whole machine rather than of a user (Linux AIO contexts, ``fs.aio-max-nr``); pseudo-terminals,
-  another such quota (``kernel.pty.max``), cannot be opened;
+  another such quota (``kernel.pty.max``), cannot be opened; nor can sockets of a virtual machine's channel to its
+  host (``AF_VSOCK``), which no network namespace isolates;
 - limits: memory and processes by cgroup (v1 or v2, where this user may create one; otherwise a
   watchdog that samples the resident set and the process count), CPU time, file size and open files
   by hard rlimits that the runner sets on itself before any student code runs;
@@ -249,10 +250,14 @@ _SYSCALLS = {
     "mount_setattr": (442, 442),
 }
 _ARCHITECTURES = {"x86_64": (0xC000003E, 0), "aarch64": (0xC00000B7, 1)}  # AUDIT_ARCH_*, column of _SYSCALLS
+# socket() of the virtual machine's channel to its host (AF_VSOCK): no network namespace isolates it, so a sandbox
+# in a VM could reach the host's services through it (Docker's default profile refuses it too)
+_SOCKET, AF_VSOCK = (41, 198), 40
 
 
 def seccomp_filter() -> bytes | None:
-    """A classic-BPF seccomp program (for ``bwrap --seccomp``) that fails the calls above with EPERM.
+    """A classic-BPF seccomp program (for ``bwrap --seccomp``) that fails the calls above, and socket(AF_VSOCK, ...),
+    with EPERM.
 
     Other architectures of this machine's kernel (x32 on x86_64, 32-bit ARM) are killed outright.
     """
@@ -265,9 +270,11 @@ def seccomp_filter() -> bytes | None:
     allow, deny, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000  # ALLOW, ERRNO(EPERM), KILL_PROCESS
     program = [(ld_w_abs, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (ld_w_abs, 0, 0, 0)]
     if machine == "x86_64":
-        program.append((jge, len(numbers) + 1, 0, 0x40000000))  # x32 system calls
+        program.append((jge, len(numbers) + 4, 0, 0x40000000))  # x32 system calls
     for i, nr in enumerate(numbers):
-        program.append((jeq, len(numbers) - i, 0, nr))
+        program.append((jeq, len(numbers) - i + 3, 0, nr))
+    # socket(): its first argument (the low word of args[0], at offset 16 of seccomp_data) is not AF_VSOCK
+    program += [(jeq, 0, 2, _SOCKET[column]), (ld_w_abs, 0, 0, 16), (jeq, 1, 0, AF_VSOCK)]
     program += [(ret, 0, 0, allow), (ret, 0, 0, deny)]  # every jump above lands on `deny`
     return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
 

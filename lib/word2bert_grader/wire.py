@@ -13,6 +13,9 @@ blob holding every tensor the header names. Values are encoded as JSON with tagg
     numpy array                       {"$ndarray": "t4"}
     random.Random, torch.Generator    {"$random": state}, {"$generator": "t5"}   (their state, by value)
     an object that is not data        {"$handle": 7, ...}   (sandbox -> grader only: a name for it)
+    a list or dict of the arguments   {"$arg": 2}   (sandbox -> grader, in a call's result only: the argument itself,
+                                      so that a result that is its argument is one here too; each side numbers the
+                                      lists and dicts of a call's arguments in the order it encodes or decodes them)
 
 Nothing here unpickles, imports or executes anything it reads. :func:`decode` rebuilds plain values
 only and refuses anything else; the grader treats every frame from a sandbox as hostile input (its
@@ -37,6 +40,9 @@ MAX_DEPTH = 64
 INT_LIMIT = 2**63  # integers are those of a tensor, int64: Python's hash is the identity on them, nearly
 MAX_SHARED_HASH = 8  # distinct dict keys with one hash (honest data: 2 at most, -1 and -2 say)
 MAX_HEADER = 8 * 2**20  # JSON becomes Python objects many times its size: kept well under the tensors' cap
+# values of the arguments that a result's references ({"$arg": n}) may stand for, in all: about what a header holds by
+# value, so that a few bytes naming a large argument many times cannot make the tests' work on the result unbounded
+MAX_REFERENCED = 2**22
 # torch.nn modules whose forward the grader runs itself from their attributes and tensors (see proxy.py); every
 # other module, torch's own included, runs its forward in the sandbox
 LOCAL_MODULES = frozenset(
@@ -83,6 +89,15 @@ class Encoder:
     def __init__(self, handle=None):
         self.tensors: dict[str, torch.Tensor] = {}
         self.handle = handle
+        self.containers: list = []  # every list and dict encoded, children first (see Decoder.containers)
+        self.sizes: list[int] = []  # the number of values in each of them, itself included
+        self.aliases: dict[int, int] = {}  # id of an argument's list or dict -> its number: sent as {"$arg": n}
+        self.count = 0  # values encoded so far
+
+    def _container(self, value, encoded: dict, start: int) -> dict:
+        self.containers.append(value)
+        self.sizes.append(self.count - start)
+        return encoded
 
     def tensor(self, t: torch.Tensor) -> str:
         name = f"t{len(self.tensors)}"
@@ -97,15 +112,19 @@ class Encoder:
     def encode(self, value, depth: int = 0):
         if depth > MAX_DEPTH:
             raise TypeError("value nested too deeply")
+        start, self.count = self.count, self.count + 1
         kind = type(value)
         if value is None or kind in (bool, int, float, str):
             return value
+        if isinstance(value, (list, dict)) and id(value) in self.aliases:
+            return {"$arg": self.aliases[id(value)]}
         if isinstance(value, list):
-            return {"$list": [self.encode(v, depth + 1) for v in list.__iter__(value)]}
+            return self._container(value, {"$list": [self.encode(v, depth + 1) for v in list.__iter__(value)]}, start)
         if isinstance(value, tuple) and kind is not torch.Size:
             return {"$tuple": [self.encode(v, depth + 1) for v in tuple.__iter__(value)]}
         if isinstance(value, dict):
-            return {"$dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in dict.items(value)]}
+            pairs = [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in dict.items(value)]
+            return self._container(value, {"$dict": pairs}, start)
         if kind is torch.Size:
             return {"$size": [int(d) for d in value]}
         if kind is torch.dtype:
@@ -187,11 +206,15 @@ class Decoder:
     side, where the student's function is differentiated); the grader reads the marks itself.
     """
 
-    def __init__(self, tensors: dict[str, torch.Tensor], handle=None, grad: bool = False):
+    def __init__(self, tensors: dict[str, torch.Tensor], handle=None, grad: bool = False, arguments=(), sizes=()):
         self.tensors = tensors
         self.handle = handle
         self.grad = grad
         self.used: set[str] = set()
+        self.arguments = list(arguments)  # the caller's lists and dicts that {"$arg": n} may name (Encoder.containers)
+        self.sizes = list(sizes)  # their sizes (Encoder.sizes), charged to MAX_REFERENCED per reference
+        self.referenced = 0
+        self.containers: list = []  # every list and dict decoded, children first (as Encoder.containers)
 
     def tensor(self, name) -> torch.Tensor:
         # Encoders name every reference anew, so a name read twice is a forged message (and a way
@@ -213,8 +236,18 @@ class Decoder:
             return self.handle(value)
         if kind is not dict or len(value) > 2:
             raise WireError(f"unexpected {kind.__name__} in a message")
+        if "$arg" in value:
+            n = value["$arg"]
+            if type(n) is not int or not 0 <= n < len(self.arguments):
+                raise WireError("a reference to an argument that was not sent")
+            self.referenced += self.sizes[n]
+            if self.referenced > MAX_REFERENCED:
+                raise WireError(f"a result that names its arguments for more than {MAX_REFERENCED:,} values")
+            return self.arguments[n]
         if "$list" in value:
-            return [self.decode(v, depth + 1) for v in _items(value["$list"])]
+            made = [self.decode(v, depth + 1) for v in _items(value["$list"])]
+            self.containers.append(made)
+            return made
         if "$tuple" in value:
             return tuple(self.decode(v, depth + 1) for v in _items(value["$tuple"]))
         if "$dict" in value:
@@ -227,7 +260,9 @@ class Decoder:
                     raise WireError(f"a dict key of type {type(key).__name__}")
                 pairs.append((key, self.decode(pair[1], depth + 1)))
             distinct_hashes([key for key, _ in pairs])
-            return dict(pairs)
+            made = dict(pairs)
+            self.containers.append(made)
+            return made
         if "$tensor" in value:
             t = self.tensor(value["$tensor"])
             if self.grad and value.get("grad") is True and t.is_floating_point():
