@@ -32,7 +32,8 @@ setup: $(STAMP) system-deps ## Create .venv with pinned versions and install Wor
 system-deps: ## Install Debian's wordnet-base, dict-gcide and fortunes (the English corpus), bubblewrap (the grader's sandbox) and chromium where apt-get is available
 	@./.ci/system-deps
 
-book: setup ## Build the book (executes every notebook) into _build/html
+book: setup ## Build the book (executes every notebook, JOBS at a time) into _build/html
+	@$(BIN)/python tools/execute_book.py --jobs $(JOBS) || echo "make book: a notebook failed; the build runs it again and says why"
 	$(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going
 	@echo "Book built: _build/html/index.html"
 
