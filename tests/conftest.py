@@ -104,15 +104,22 @@ def browser(tmp_path_factory):
 # `--no-loadscope-reorder` (the Makefile does), where it would otherwise start the files with the most tests first.
 # Measured in full runs on 2 cores: the book build 22 min (it runs every notebook), the grading class 17 min; every
 # other file under 6 min, the longest of them the hostile class, formgrader's session, the Dask tests (a smoke test
-# of 25 submissions, since the load of 300 became benchmarks/grading_throughput.py --load) and the objective
-# ablation's re-measured run.
+# of 25 submissions, since the load of 300 became benchmarks/grading_throughput.py --load) and the term's LMS runs.
+# The files that need the built book (the browser's, the archives') stay in the alphabet's order: started early,
+# they would wait for the build.
 LONGEST_FIRST = (
     "tests/test_book.py",
     "tests/test_grading.py",
     "tests/test_hostile.py",
     "tests/test_formgrader.py",
     "tests/test_dask.py",
+    "tests/test_term.py",  # 2.5 min: last in the alphabet, it ran alone at the end of the run, one core idle
     "tests/test_objective_ablation.py",
+    "tests/test_elmo.py",
+    "tests/test_english.py",
+    "tests/test_pretrained_vectors.py",
+    "tests/test_executors.py",
+    "tests/test_execute_book.py",
 )
 
 
