@@ -30,20 +30,19 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMES = ROOT / "book" / "_diagrams" / "chapter_times.json"
 
 
+def execute_config(root: Path = ROOT) -> dict:
+    """The `execute:` section of the book's _config.yml: cache, timeout, allow_errors, exclude_patterns."""
+    return yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["execute"]
+
+
 def book_notebooks(root: Path = ROOT) -> list[Path]:
     """The notebooks the build executes: every .ipynb under book/ but those _config.yml excludes."""
-    excluded = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["execute"]["exclude_patterns"]
+    excluded = execute_config(root)["exclude_patterns"]
     return [
         p
         for p in sorted((root / "book").rglob("*.ipynb"))
         if ".ipynb_checkpoints" not in p.parts and not any(p.match(pattern) for pattern in excluded)
     ]
-
-
-def settings(root: Path = ROOT) -> tuple[Path, int, bool]:
-    """The cache folder, the per-cell timeout and allow_errors of the book's _config.yml."""
-    execute = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["execute"]
-    return root / execute.get("cache", "_build/.jupyter_cache"), int(execute["timeout"]), bool(execute["allow_errors"])
 
 
 def execute(path: Path, timeout: int, allow_errors: bool) -> tuple[Path, nbformat.NotebookNode, float, str | None]:
@@ -61,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--root", type=Path, default=ROOT, help="the book's folder (its _config.yml)")
     args = parser.parse_args(argv)
-    cache_path, timeout, allow_errors = settings(args.root)
-    cache = get_cache(str(cache_path))
+    execute_settings = execute_config(args.root)
+    timeout, allow_errors = int(execute_settings["timeout"]), bool(execute_settings["allow_errors"])
+    cache = get_cache(str(args.root / execute_settings.get("cache", "_build/.jupyter_cache")))
 
     def cached(path: Path) -> bool:
         try:
