@@ -15,11 +15,12 @@ sandboxes, scheduler, workers and theirs), must be gone once the run is shut dow
 
     python benchmarks/grading_throughput.py [--copies N] [--nanny]
 
-``--load`` instead grades the load the suite once did (tests/test_dask.py keeps a smoke test of 25): 300 submissions
-across the five exercises, a fifth of them faulty (every fault kind of exercises 1-3: wrong answers, crashes, loops,
-garbage files), on a 2-worker Dask cluster, one of whose workers is killed after the first 20 results and another
-started in its place. It checks every row (honest work at full marks, every faulty submission less, garbage failed
-with its reason) and that nothing of the killed worker is left, then prints a table per exercise.
+``--load`` instead grades the load the suite once did (tests/test_grading.py keeps a smoke test: its class, graded
+on Dask): 300 submissions across the five exercises, a fifth of them faulty (every fault kind of exercises 1-3:
+wrong answers, crashes, loops, garbage files), on a 2-worker Dask cluster, one of whose workers is killed after the
+first 20 results and another started in its place. It checks every row (honest work at full marks, every faulty
+submission less, garbage failed with its reason) and that nothing of the killed worker is left, then prints
+a table per exercise.
 
     python benchmarks/grading_throughput.py --load      # about 20 minutes on 2 cores
 """

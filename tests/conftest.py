@@ -103,8 +103,9 @@ def browser(tmp_path_factory):
 # scheduling): pytest-xdist hands out whole files (`--dist loadfile`) in the order of this list when it is given
 # `--no-loadscope-reorder` (the Makefile does), where it would otherwise start the files with the most tests first.
 # Measured in full runs on 2 cores: the book build 22 min (it runs every notebook), the grading class 17 min; every
-# other file under 6 min, the longest of them the hostile class, formgrader's session, the Dask tests (a smoke test
-# of 25 submissions, since the load of 300 became benchmarks/grading_throughput.py --load) and the term's LMS runs.
+# other file under 6 min, the longest of them the hostile class, formgrader's session, the Dask tests (the smoke
+# test is the grading class's, graded on Dask, since the load of 300 became benchmarks/grading_throughput.py --load)
+# and the term's LMS runs.
 # The files that need the built book (the browser's, the archives') stay in the alphabet's order: started early,
 # they would wait for the build.
 LONGEST_FIRST = (

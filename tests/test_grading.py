@@ -1,7 +1,7 @@
 """The graders, through the real pipeline: `make autograde COURSE=<a copy of the course>`.
 
-One class of submissions is graded once, two at a time (module fixture), each in its sandbox, then
-examined:
+One class of submissions is graded once (module fixture), each in its sandbox, on a Dask cluster of two
+workers (`make autograde SCHEDULER=...`), one of which is killed mid-run and started again; then examined:
 - every solutions/ notebook gets full marks, the untouched release zero on every test cell;
 - the first alternative correct implementation of each function in
   tests/fixtures/grading/<assignment>/correct/ gets full marks (one submission holds one per function),
@@ -15,13 +15,16 @@ examined:
   batch; a bad cell costs only the tests of what it should have defined, checked per cell;
 - feedback shows failures but never the source of hidden tests (written for the submissions that
   fail tests, FEEDBACK_STUDENTS);
+- Dask's smoke test: every fault kind of exercises 1-3 (a wrong answer, a crash, a loop, garbage) beside honest
+  work of every exercise, graded while a worker is killed: nothing is lost, no process of the killed worker is
+  left, and a re-run grades only the submission that changed;
 - the committed exercises/ is what `release` generates.
+(The local pool grades through `make autograde` in tests/test_hostile.py, test_term.py and test_formgrader.py.)
 """
 
 from __future__ import annotations
 
 import copy
-import csv
 import dataclasses
 import html
 import json
@@ -33,12 +36,19 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from helpers.dask import KilledRun, autograde_killing_a_worker, still_running, wait_for_workers
+from helpers.dask import cluster as dask_cluster
 from helpers.grading import (
+    FAULT_KINDS,
     Variant,
+    check_mixed_class,
+    course,
     fixtures,
     full_before_hand_grading,
     grade_cells,
     grade_id,
+    grades,
+    mixed_class,
     release_nb,
     solution_code,
     solution_nb,
@@ -68,6 +78,7 @@ FAULT_ASSIGNMENT = "01-word2vec"
 # Whose HTML feedback is written: every test of the release fails (hidden ones included), wrong-0 fails
 # with the graders' messages, the two faults fail to grade or time out.
 FEEDBACK_STUDENTS = ("release", "wrong-0", "fault-not-json", "fault-runaway")
+FEEDBACK_ARGS = f"--feedback-for {' '.join(FEEDBACK_STUDENTS)}"  # whose feedback is asked for is part of a result
 
 pytestmark = pytest.mark.slow
 
@@ -128,12 +139,33 @@ def fault_submissions(root: Path) -> dict[str, list[str]]:
     }
 
 
+# Beside the class above, every fault kind of exercises 2 and 3 (exercise 1's are the fault cases above, with the
+# wrong-0 submissions): with the class's honest work, the smoke test of grading on Dask (issue 36).
+SMOKE_FAULTS = {a: list(FAULT_KINDS) for a in ("02-elmo", "03-gpt")}
+
+
+@dataclasses.dataclass
+class Graded:
+    root: Path
+    plan: dict
+    grades: dict[tuple[str, str], dict]
+    cells: dict[tuple[str, str], dict[str, float]]
+    run: KilledRun
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """Build the class, grade it once with the real CLI, return (root, plan, grades, cells, stdout)."""
-    root = tmp_path_factory.mktemp("course")
-    for name in ("nbgrader_config.py", "solutions", "exercises"):
-        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, root / name)
+def cluster(tmp_path_factory):
+    """`dask scheduler` and two `dask worker` processes on 127.0.0.1, as an instructor starts them."""
+    with dask_cluster(tmp_path_factory.mktemp("dask") / "log") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def graded(cluster, tmp_path_factory) -> Graded:
+    """Build the class and grade it once with the real CLI on a Dask cluster of two workers, one of which is killed
+    mid-run (SIGKILL) and started again, as an instructor would."""
+    address, workers = cluster
+    root = course(tmp_path_factory.mktemp("course"))
     plan = {"full": [], "zero": [], "wrong": {}}
     for a in ASSIGNMENTS:
         write(root, "solution", a, solution_nb(a))
@@ -159,18 +191,10 @@ def graded(tmp_path_factory):
         )
         plan["wrong"][("wrong-0", a)] = {f: files[0].name for f, files in wrong.items()}
     plan["faults"] = fault_submissions(root)
-    run = subprocess.run(
-        ["make", "-s", "autograde", f"COURSE={root}", "JOBS=2", f"ARGS=--feedback-for {' '.join(FEEDBACK_STUDENTS)}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=3000,  # beside the rest of the suite
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
+    plan["smoke"] = mixed_class(root, SMOKE_FAULTS)
+    run = autograde_killing_a_worker(root, address, workers, after=5, timeout=3000, args=FEEDBACK_ARGS)
+    wait_for_workers(address, 2)  # for the re-run at the end of this module
     plan["variants"] = grade_variants()
-    with open(root / "grades.csv", encoding="utf-8") as stream:
-        grades = {(r["student"], r["assignment"]): r for r in csv.DictReader(stream)}
     cells: dict[tuple[str, str], dict[str, float]] = {}
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "word2bert") as gb:  # the merged gradebook
         for a in ASSIGNMENTS:
@@ -178,7 +202,19 @@ def graded(tmp_path_factory):
                 cells[(sub.student.id, a)] = {
                     g.name: g.auto_score for g in sub.notebooks[0].grades if g.name not in grade_cells(a, written=True)
                 }
-    return root, plan, grades, cells, run.stdout
+    return Graded(root, plan, grades(root), cells, run)
+
+
+def kinds(plan: dict) -> dict[tuple[str, str], str]:
+    """Every submission of the class as ``check_mixed_class`` sees it: honest, or a fault kind."""
+    faults = {"fault-runaway": "loop", "fault-exit": "crash", "fault-segfault": "crash", "fault-not-json": "garbage"}
+    return (
+        dict.fromkeys(plan["full"], "honest")
+        | dict.fromkeys(plan["zero"], "empty")
+        | dict.fromkeys(plan["wrong"], "wrong")
+        | {(s, FAULT_ASSIGNMENT): faults.get(s, "wrong") for s in plan["faults"]}
+        | plan["smoke"]
+    )
 
 
 def grade_variants() -> list[tuple[Variant, dict]]:
@@ -199,15 +235,23 @@ def grade_variants() -> list[tuple[Variant, dict]]:
 
 
 def test_every_submission_has_a_row(graded):
-    root, plan, grades, cells, _ = graded
-    expected = set(plan["full"]) | set(plan["zero"]) | set(plan["wrong"])
-    expected |= {(s, FAULT_ASSIGNMENT) for s in plan["faults"]}
-    assert set(grades) == expected
-    assert set(cells) == expected, "every submission, failed or not, is in the course gradebook"
+    expected = set(kinds(graded.plan))
+    assert set(graded.grades) == expected
+    assert set(graded.cells) == expected, "every submission, failed or not, is in the course gradebook"
+
+
+def test_a_class_with_every_fault_kind_is_graded_while_a_worker_is_killed(graded):
+    """Dask's smoke test: every row is present, honest work has full marks, every faulty submission less, and no
+    process of the killed worker is left."""
+    check_mixed_class(graded.root, kinds(graded.plan))
+    assert "reused" not in graded.run.stdout, "a first run grades every submission"
+    left = still_running(graded.run.killed)
+    assert not left, f"processes of the killed worker still run: {[p.cmdline()[:3] for p in left]}"
+    print(f"\n{len(graded.grades)} submissions in {graded.run.seconds:.0f} s\n{graded.run.stdout[-600:]}")
 
 
 def test_solutions_and_correct_implementations_get_full_marks(graded):
-    _, plan, grades, cells, _ = graded
+    plan, grades, cells = graded.plan, graded.grades, graded.cells
     for key in plan["full"]:
         row = grades[key]
         assert row["status"] == "graded" and full_before_hand_grading(row), (key, row)
@@ -216,14 +260,14 @@ def test_solutions_and_correct_implementations_get_full_marks(graded):
 
 
 def test_untouched_release_scores_zero_on_every_test_cell(graded):
-    _, plan, grades, cells, _ = graded
+    plan, grades, cells = graded.plan, graded.grades, graded.cells
     for key in plan["zero"]:
         assert float(grades[key]["score"]) == 0
         assert cells[key] == dict.fromkeys(grade_cells(key[1]), 0.0), key
 
 
 def test_every_other_fixture_is_graded_in_a_notebook_of_variants(graded):
-    _, plan, _, _, _ = graded
+    plan = graded.plan
     assert plan["variants"], "there are fixtures past the first of their function"
     problems = []
     for variant, result in plan["variants"]:
@@ -239,7 +283,7 @@ def test_every_other_fixture_is_graded_in_a_notebook_of_variants(graded):
 
 
 def test_each_wrong_implementation_loses_points_on_its_own_tests(graded):
-    _, plan, _, cells, _ = graded
+    plan, cells = graded.plan, graded.cells
     for (student, assignment), chosen in plan["wrong"].items():
         points, got = grade_cells(assignment), cells[(student, assignment)]
         for function, name in chosen.items():
@@ -254,7 +298,7 @@ def test_each_wrong_implementation_loses_points_on_its_own_tests(graded):
 
 
 def test_fault_cases_are_scored_and_reported(graded):
-    root, plan, grades, cells, stdout = graded
+    root, plan, grades, cells, stdout = graded.root, graded.plan, graded.grades, graded.cells, graded.run.stdout
     points = grade_cells(FAULT_ASSIGNMENT)
     for student, reasons in plan["faults"].items():
         row = grades[(student, FAULT_ASSIGNMENT)]
@@ -306,7 +350,7 @@ def _text(path: Path) -> str:
 
 
 def test_feedback_shows_failures_but_never_hidden_tests(graded):
-    root, plan, _, _, _ = graded
+    root = graded.root
     hidden, public = set(), set()
     for a in ASSIGNMENTS:
         public |= {line.strip() for cell in release_nb(a).cells for line in cell.source.split("\n")}
@@ -402,3 +446,26 @@ def test_randomise_parameters_gives_the_tests_own_weights_whatever_the_initialis
     randomise_parameters(default, 0)
     assert all(torch.equal(a, b) for a, b in zip(zero.parameters(), default.parameters()))
     assert all((p != 0).all() for p in zero.parameters())
+
+
+def test_a_rerun_grades_only_what_changed(cluster, graded):
+    """The same class graded again, by the same command, after one student hands in again: only that submission is
+    graded; the others' results come from the resume cache. (Last in this module: it changes the class the tests
+    above read.)"""
+    address, _ = cluster
+    student, a = "correct-0", "02-elmo"
+    write(graded.root, student, a, release_nb(a))
+    again = subprocess.run(
+        ["make", "-s", "autograde", f"COURSE={graded.root}", f"SCHEDULER={address}", f"ARGS={FEEDBACK_ARGS}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        check=False,
+    )
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    unchanged = len(graded.grades) - 1
+    assert f"{unchanged} submission(s) unchanged since an earlier run: their results were reused" in again.stdout
+    rows = grades(graded.root)
+    assert rows[student, a]["score"] == "0", rows[student, a]
+    check_mixed_class(graded.root, {**kinds(graded.plan), (student, a): "empty"})

@@ -9,6 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +60,22 @@ def stop(processes: list[subprocess.Popen]) -> None:
             process.kill()
 
 
+@contextmanager
+def cluster(log: Path, workers: int = 2) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+    """`dask scheduler` and ``workers`` single-thread `dask worker` processes on 127.0.0.1, as an instructor starts
+    them; yields the scheduler's address and the workers (a test may replace one in that list); stops them all."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    with open(log, "w", encoding="utf-8") as out:
+        processes = [start_scheduler(port, out), *(start_worker(address, f"w{k}", out) for k in range(workers))]
+    running = processes[1:]
+    try:
+        wait_for_workers(address, workers)
+        yield address, running
+    finally:
+        stop([processes[0], *running])
+
+
 @dataclass
 class KilledRun:
     stdout: str
@@ -66,21 +84,23 @@ class KilledRun:
 
 
 def autograde_killing_a_worker(
-    root: Path, address: str, workers: list[subprocess.Popen], after: int, cell_timeout: int, timeout: int
+    root: Path,
+    address: str,
+    workers: list[subprocess.Popen],
+    after: int,
+    timeout: int,
+    cell_timeout: int | None = None,
+    args: str = "--no-feedback",
 ) -> KilledRun:
-    """`make autograde` of course ``root`` on the cluster at ``address``, without feedback. Once ``after`` results
-    are in, ``workers[0]`` is killed with SIGKILL in the middle of its work and another started in its place
-    (``workers[0]`` becomes it), as an instructor would. Fails if the run fails."""
+    """`make autograde` of course ``root`` on the cluster at ``address``, with ``ARGS=args`` (and ``--timeout
+    cell_timeout`` if given). Once ``after`` results are in, ``workers[0]`` is killed with SIGKILL in the middle of
+    its work and another started in its place (``workers[0]`` becomes it), as an instructor would. Fails if the run
+    fails."""
     start = time.monotonic()
+    if cell_timeout is not None:
+        args += f" --timeout {cell_timeout}"
     run = subprocess.Popen(
-        [
-            "make",
-            "-s",
-            "autograde",
-            f"COURSE={root}",
-            f"SCHEDULER={address}",
-            f"ARGS=--no-feedback --timeout {cell_timeout}",
-        ],
+        ["make", "-s", "autograde", f"COURSE={root}", f"SCHEDULER={address}", f"ARGS={args}"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
