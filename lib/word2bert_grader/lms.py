@@ -63,10 +63,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from word2bert_grader import downloads
+from word2bert_grader import downloads, filing
 from word2bert_grader.course import Course
 from word2bert_grader.deadlines import LMS_RECORD, TIMESTAMP
-from word2bert_grader.downloads import Collected, Problem
+from word2bert_grader.filing import Collected, Problem
 
 MAX_ROSTER_BYTES = 20 * 2**20
 MAX_DEPTH = 4  # folders below an assignment's download folder
@@ -152,7 +152,7 @@ def read_roster(path: Path, lms: str, id_column: str) -> Roster:
             else " ".join(filter(None, (values.get("First name"), values.get("Surname"))))
         )
         student = values.get(id_column, "")
-        why = "has no " + id_column if not student else downloads._id_problem(student)
+        why = "has no " + id_column if not student else filing.id_problem(student)
         if why:
             roster.problems.append(f"roster {path.name} line {number} ({name or 'no name'}): the id {why}: left out")
             continue
@@ -259,10 +259,10 @@ def collect(
     lms: str,
     roster: Roster | None,
     course: Course,
-    max_member_bytes: int = downloads.MAX_MEMBER_BYTES,
+    max_member_bytes: int = filing.MAX_MEMBER_BYTES,
 ) -> tuple[list[Collected], list[Problem]]:
     """Collect ``downloads_dir/<assignment>/`` of every assignment into ``submitted``; see the module's rules."""
-    names = downloads._checked_assignments(assignments)
+    names = filing.checked_assignments(assignments)
     problems: list[Problem] = []
     found: list[_Found] = []
     for path in sorted(Path(downloads_dir).iterdir()):
@@ -285,12 +285,10 @@ def collect(
         if winner.submitted is not None:
             beside[TIMESTAMP] = winner.submitted.isoformat(sep=" ").encode()
         try:
-            downloads._write(Path(submitted), student, assignment, data, beside, winner.entry.mtime)
+            filing.write_notebook(Path(submitted), student, assignment, data, beside, winner.entry.mtime)
         except Exception as e:  # a failed write, or a folder that is a symlink: refused
             problems.append(
-                Problem(
-                    winner.entry.source, f"refused: cannot write it ({downloads._describe(e)})", student, assignment
-                )
+                Problem(winner.entry.source, f"refused: cannot write it ({filing.describe(e)})", student, assignment)
             )
         else:
             collected.append(Collected(student, assignment, winner.entry.source))
@@ -332,7 +330,7 @@ def _entries(folder: Path, shown: str, cap: int, course: Course) -> tuple[list[_
                 else:
                     problems.append(Problem(source, "ignored: a zip inside the download (not opened)"))
             else:
-                read = functools.partial(downloads._read_file, child)
+                read = functools.partial(filing.read_file, child)
                 entries.append(_Entry(source, name, child.lstat().st_mtime, read))
 
     walk(folder, "", 0)
@@ -340,23 +338,23 @@ def _entries(folder: Path, shown: str, cap: int, course: Course) -> tuple[list[_
 
 
 def _zip_entries(path: Path, shown: str, cap: int, course: Course) -> tuple[list[_Entry], list[Problem]]:
-    if path.stat().st_size > downloads.MAX_ARCHIVE_BYTES:
-        return [], [Problem(shown, f"refused: a zip of more than {downloads.MAX_ARCHIVE_BYTES} bytes")]
+    if path.stat().st_size > filing.MAX_ARCHIVE_BYTES:
+        return [], [Problem(shown, f"refused: a zip of more than {filing.MAX_ARCHIVE_BYTES} bytes")]
     try:
-        with downloads._open_regular(path) as f, zipfile.ZipFile(f) as archive:
+        with filing.open_regular(path) as f, zipfile.ZipFile(f) as archive:
             members = archive.infolist()
     except Exception as e:  # a hostile file can make zipfile raise almost anything
-        return [], [Problem(shown, f"refused: not a readable zip ({downloads._describe(e)})")]
-    if len(members) > downloads.MAX_MEMBERS:
-        return [], [Problem(shown, f"refused: {len(members)} members, more than {downloads.MAX_MEMBERS}")]
+        return [], [Problem(shown, f"refused: not a readable zip ({filing.describe(e)})")]
+    if len(members) > filing.MAX_MEMBERS:
+        return [], [Problem(shown, f"refused: {len(members)} members, more than {filing.MAX_MEMBERS}")]
     total = sum(m.file_size for m in members)
-    if total > downloads.MAX_ARCHIVE_BYTES:
-        return [], [Problem(shown, f"refused: {total} bytes uncompressed, more than {downloads.MAX_ARCHIVE_BYTES}")]
+    if total > filing.MAX_ARCHIVE_BYTES:
+        return [], [Problem(shown, f"refused: {total} bytes uncompressed, more than {filing.MAX_ARCHIVE_BYTES}")]
     entries, problems = [], []
     for member in members:
         name = _member_name(member)
         source = f"{shown}:{name}"
-        why = downloads._path_problem(name) or (None if member.is_dir() else downloads._type_problem(member))
+        why = filing.path_problem(name) or (None if member.is_dir() else filing.type_problem(member))
         if why:
             problems.append(Problem(source, f"refused: {why}"))
             continue
@@ -369,7 +367,7 @@ def _zip_entries(path: Path, shown: str, cap: int, course: Course) -> tuple[list
         if member.flag_bits & 0x1:
             problems.append(Problem(source, "refused: encrypted"))
             continue
-        why = downloads._size_problem(member.file_size, cap)
+        why = filing.size_problem(member.file_size, cap)
         if why and base.endswith(".ipynb"):
             problems.append(Problem(source, f"refused: {why}"))
             continue
@@ -377,7 +375,7 @@ def _zip_entries(path: Path, shown: str, cap: int, course: Course) -> tuple[list
             mtime = datetime(*member.date_time, tzinfo=course.timezone).timestamp()
         except ValueError:
             mtime = None
-        entries.append(_Entry(source, name, mtime, functools.partial(downloads._read_member, path, member)))
+        entries.append(_Entry(source, name, mtime, functools.partial(filing.read_member, path, member)))
     return entries, problems
 
 
@@ -504,10 +502,10 @@ def _worksheets(folder: Path, course: Course) -> tuple[dict[str, _Sheet], list[P
     for path in sorted(folder.glob("*.csv")):
         shown = f"{folder.name}/{path.name}"
         try:
-            text = downloads._read_file(path, MAX_ROSTER_BYTES).decode("utf-8-sig")
+            text = filing.read_file(path, MAX_ROSTER_BYTES).decode("utf-8-sig")
             rows = list(csv.DictReader(io.StringIO(text, newline="")))
         except Exception as e:
-            problems.append(Problem(shown, f"ignored: cannot read it ({downloads._describe(e)})"))
+            problems.append(Problem(shown, f"ignored: cannot read it ({filing.describe(e)})"))
             continue
         if not rows or "Identifier" not in rows[0]:
             problems.append(Problem(shown, "ignored: not Moodle's grading worksheet (no Identifier column)"))
@@ -543,7 +541,7 @@ def _moodle_person(
     """(student or None, why not) of a Moodle participant."""
     if roster is None or not roster.people:
         value = (sheet.identity.get(id_column or "", "") if sheet else "") or ""
-        if value and not downloads._id_problem(value):
+        if value and not filing.id_problem(value):
             return value, ""
         return None, "no usable roster, and no worksheet row with the student's id"
     if sheet is not None:
@@ -610,10 +608,10 @@ def _choose(group: list[_Found], cap: int) -> tuple[_Found | None, bytes, list[P
     contents: dict[str, tuple[_Found, bytes]] = {}
     for f in named:
         try:
-            data = downloads._checked(f.entry.read(cap))
+            data = filing.checked(f.entry.read(cap))
         except Exception as e:  # damaged, oversized once decompressed, unreadable
             problems.append(
-                Problem(f.entry.source, f"refused: cannot read it ({downloads._describe(e)})", student, assignment)
+                Problem(f.entry.source, f"refused: cannot read it ({filing.describe(e)})", student, assignment)
             )
             continue
         digest = hashlib.sha256(data).hexdigest()
