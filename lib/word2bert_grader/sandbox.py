@@ -157,7 +157,7 @@ class Sandbox:
             self.watchdog_note = "no cgroup available: memory and processes watched by sampling"
             threading.Thread(target=self._watch, args=(self.process,), daemon=True).start()
         self.started = False
-        reply, _ = self.request({"op": "hello", "limits": rlimits(self.limits)}, timeout=120)
+        reply, _ = self.request({"op": wire.Op.HELLO, "limits": rlimits(self.limits)}, timeout=120)
         self.started = True
         return reply
 
