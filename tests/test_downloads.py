@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from word2bert_grader import downloads
+from word2bert_grader import downloads, filing
 from word2bert_grader.downloads import Collected, Problem, collect, read_roster
 
 ASSIGNMENTS = ("01-word2vec", "05-bert-finetuning")
@@ -210,9 +210,9 @@ def test_a_member_that_decompresses_past_the_cap_is_refused_while_reading(course
     with zipfile.ZipFile(down / "bob.zip") as archive:
         member = archive.infolist()[0]
     # The header passed the check at scan time; what it yields when read is counted again.
-    assert downloads._read_member(down / "bob.zip", member, 5000) == b"{" * 5000
-    with pytest.raises(downloads._Refused, match="more than the 4999-byte limit once decompressed"):
-        downloads._read_member(down / "bob.zip", member, 4999)
+    assert filing.read_member(down / "bob.zip", member, 5000) == b"{" * 5000
+    with pytest.raises(filing.Refused, match="more than the 4999-byte limit once decompressed"):
+        filing.read_member(down / "bob.zip", member, 4999)
 
 
 def test_archives_with_too_many_members_or_bytes_are_refused_whole(course, monkeypatch):

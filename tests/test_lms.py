@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from word2bert_grader import course, deadlines, lms
+from word2bert_grader import course, deadlines, lms, lms_export
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lms"
 A = "01-word2vec"
@@ -403,4 +403,4 @@ def test_moodle_export_has_an_identifier_column_and_the_feedback_zip_moodle_impo
 
 
 def test_exported_cells_never_start_a_formula(tmp_path):
-    assert lms._cell('=HYPERLINK("x")') == '\'=HYPERLINK("x")' and lms._cell("-3") == "-3"
+    assert lms_export._cell('=HYPERLINK("x")') == '\'=HYPERLINK("x")' and lms_export._cell("-3") == "-3"

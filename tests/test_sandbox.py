@@ -108,6 +108,15 @@ def test_wire_refuses_a_tensor_read_twice_and_oversized_headers():
         wire.read_frame(io.BytesIO(struct.pack(">Q", 2**40)).read, 2**50)
 
 
+def test_the_runner_answers_the_wires_requests_and_no_others():
+    from word2bert_grader.runner import Runner
+
+    handlers = {name.removeprefix("op_") for name in vars(Runner) if name.startswith("op_")}
+    assert handlers == set(wire.Op), (
+        f"requests without a handler or handlers without a request: {handlers ^ set(wire.Op)}"
+    )
+
+
 def test_wire_sends_only_data():
     for value in (lambda x: x, object(), nn.Linear(2, 2), open):
         with pytest.raises(TypeError):

@@ -46,52 +46,47 @@ the others (reasons begin with ``ignored:``, ``refused:``, ``superseded:`` or ``
 
 A Problem names ``student`` and ``assignment`` when it leaves that pair with nothing collected (a
 conflict, a refused or unreadable notebook): the grade sheet must still show a failed row for it.
+
+The checks, the capped reading and the atomic writing are :mod:`word2bert_grader.filing`'s, shared with the
+Canvas and Moodle collector.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import functools
 import io
-import os
 import re
 import stat
-import tempfile
 import zipfile
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_MEMBER_BYTES = 50 * 2**20  # one notebook, decompressed
-MAX_MEMBERS = 1000  # members of one zip
-MAX_ARCHIVE_BYTES = 200 * 2**20  # one zip, all members decompressed (and the zip file itself)
+from word2bert_grader.filing import (
+    MAX_ARCHIVE_BYTES,
+    MAX_MEMBER_BYTES,
+    MAX_MEMBERS,
+    Collected,
+    Problem,
+    Refused,
+    checked,
+    checked_assignments,
+    describe,
+    id_problem,
+    open_regular,
+    path_problem,
+    read_file,
+    read_member,
+    size_problem,
+    type_problem,
+    write_notebook,
+)
 
-_ID = re.compile(r"[A-Za-z0-9._@-]+")
 _TIMESTAMP = r"(?P<timestamp>[0-9]+(?:-[0-9]+)*)"
 # Lazy ids: "<id>_attempt_<ts>_..." reads as an attempt, not as the id "<id>_attempt_<ts>".
 _ZIP_ATTEMPT = re.compile(rf"(?P<student>.+?)_attempt_{_TIMESTAMP}_.*\.zip", re.DOTALL)
 _ID_FIELDS = ("id", "student_id", "student")  # roster CSV columns, first found wins
-_FOLLOW_NOTHING = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-
-
-@dataclass
-class Problem:
-    source: str  # the download's file name (and member, e.g. "bob.zip:../x.ipynb")
-    reason: str  # for the instructor, one line
-    student: str | None = None  # set when the pair got nothing collected and needs a failed row
-    assignment: str | None = None
-
-
-@dataclass
-class Collected:
-    student: str
-    assignment: str
-    source: str
-
-
-class _Refused(Exception):
-    """A download (or member) that is not collected; the message is the reason."""
 
 
 @dataclass
@@ -100,7 +95,7 @@ class _Candidate:
     assignment: str
     source: str
     timestamp: tuple[int, ...] | None
-    read: Callable[[int], bytes]  # max bytes -> the notebook; raises _Refused (or zipfile's errors)
+    read: Callable[[int], bytes]  # max bytes -> the notebook; raises Refused (or zipfile's errors)
     mtime: float | None = None  # the download's time (a zip's own, for its members)
 
 
@@ -116,14 +111,14 @@ def collect(
     Returns what was collected (sorted by student, assignment) and every problem, ignored files
     included. Only a missing ``downloads`` folder or a bad assignment name raises.
     """
-    names = _checked_assignments(assignments)
+    names = checked_assignments(assignments)
     candidates: list[_Candidate] = []
     problems: list[Problem] = []
     for path in sorted(Path(downloads).iterdir()):
         try:
             found, refused = _scan_download(path, names, roster, max_member_bytes)
         except Exception as e:  # a hostile file can make zipfile raise almost anything
-            found, refused = [], [Problem(path.name, f"refused: cannot read it ({_describe(e)})")]
+            found, refused = [], [Problem(path.name, f"refused: cannot read it ({describe(e)})")]
         candidates += found
         problems += refused
     winners, lost = _choose(candidates)
@@ -131,12 +126,12 @@ def collect(
     collected = []
     for c in winners:
         try:
-            _write(Path(submitted), c.student, c.assignment, _checked(c.read(max_member_bytes)), mtime=c.mtime)
-        except _Refused as e:
+            write_notebook(Path(submitted), c.student, c.assignment, checked(c.read(max_member_bytes)), mtime=c.mtime)
+        except Refused as e:
             problems.append(Problem(c.source, f"refused: {e}", c.student, c.assignment))
         except Exception as e:  # a damaged member (bad CRC, broken deflate) or a failed write
             problems.append(
-                Problem(c.source, f"refused: cannot read or write it ({_describe(e)})", c.student, c.assignment)
+                Problem(c.source, f"refused: cannot read or write it ({describe(e)})", c.student, c.assignment)
             )
         else:
             collected.append(Collected(c.student, c.assignment, c.source))
@@ -173,19 +168,6 @@ def _read_csv_roster(text: str, path: Path) -> set[str]:
 
 
 # --- Reading the downloads folder -----------------------------------------------------------------
-
-
-def _checked_assignments(assignments: Collection[str]) -> list[str]:
-    # Assignment names become folder names: the caller's, but checked like ids all the same.
-    if isinstance(assignments, str):
-        raise TypeError("assignments: a collection of names, not one string")
-    names = sorted(set(assignments), key=len, reverse=True)  # longest first: most specific suffix
-    for name in names:
-        if _id_problem(name):
-            raise ValueError(f"assignment name {name!r}: {_id_problem(name)}")
-    return names
-
-
 def _scan_download(
     path: Path, assignments: list[str], roster: set[str] | None, cap: int
 ) -> tuple[list[_Candidate], list[Problem]]:
@@ -212,11 +194,11 @@ def _scan_download(
         assignment = None  # the members say
         try:
             student, stamp = _zip_owner(name, roster)
-        except _Refused as e:
+        except Refused as e:
             return [], [Problem(name, f"refused: {e}")]
     else:
         return [], [Problem(name, "ignored: neither a notebook nor a zip")]
-    why = _id_problem(student) or _roster_problem(student, roster)
+    why = id_problem(student) or _roster_problem(student, roster)
     if why:
         return [], [Problem(name, f"refused: student id {student!r} {why}")]
     timestamp = tuple(int(part) for part in stamp.split("-")) if stamp else None
@@ -225,10 +207,10 @@ def _scan_download(
         for c in found:
             c.mtime = info.st_mtime
         return found, problems
-    why = _size_problem(info.st_size, cap)
+    why = size_problem(info.st_size, cap)
     if why:
         return [], [Problem(name, f"refused: {why}", student, assignment)]
-    read = functools.partial(_read_file, path)  # later, and only if it wins
+    read = functools.partial(read_file, path)  # later, and only if it wins
     return [_Candidate(student, assignment, name, timestamp, read, info.st_mtime)], []
 
 
@@ -250,28 +232,12 @@ def _zip_owner(name: str, roster: set[str] | None) -> tuple[str, str | None]:
         return prefixes[0], None
     known = [p for p in prefixes if p in roster]
     if len(known) > 1:
-        raise _Refused(f"whose download? the roster has {', '.join(map(repr, known))}")
+        raise Refused(f"whose download? the roster has {', '.join(map(repr, known))}")
     return (known or prefixes)[0], None
-
-
-def _id_problem(student: str) -> str | None:
-    if not _ID.fullmatch(student):
-        return "has characters other than letters, digits and . _ @ -"
-    if student[0] in "-.":
-        return f"begins with {student[0]!r}"
-    return None
 
 
 def _roster_problem(student: str, roster: set[str] | None) -> str | None:
     return None if roster is None or student in roster else "is not on the roster"
-
-
-def _size_problem(size: int, cap: int) -> str | None:
-    if size == 0:
-        return "an empty file"
-    if size > cap:
-        return f"{size} bytes, more than the {cap}-byte limit"
-    return None
 
 
 # --- Zips -----------------------------------------------------------------------------------------
@@ -285,7 +251,7 @@ def _scan_zip(
     if path.stat().st_size > MAX_ARCHIVE_BYTES:  # before zipfile reads its whole directory
         return [], [Problem(name, f"refused: a zip of more than {MAX_ARCHIVE_BYTES} bytes")]
     try:
-        with _open_regular(path) as f, zipfile.ZipFile(f) as archive:
+        with open_regular(path) as f, zipfile.ZipFile(f) as archive:
             members = archive.infolist()
     except zipfile.BadZipFile as e:
         return [], [Problem(name, f"refused: not a valid zip ({e})")]
@@ -321,12 +287,12 @@ def _scan_member(
     def refused(why: str) -> Problem:  # a notebook of the student's that fails gets a row
         return Problem(source, f"refused: {why}", student if assignment else None, assignment)
 
-    why = _path_problem(name)
+    why = path_problem(name)
     if why:
         return refused(why)
     if member.is_dir():
         return None
-    why = _type_problem(member)
+    why = type_problem(member)
     if why:
         return refused(why)
     if name.startswith("__MACOSX/") or base.startswith("._"):
@@ -337,10 +303,10 @@ def _scan_member(
         return Problem(source, "ignored: not a notebook of a known assignment")
     if member.flag_bits & 0x1:
         return refused("encrypted")
-    why = _size_problem(member.file_size, cap)
+    why = size_problem(member.file_size, cap)
     if why:
         return refused(why)
-    read = functools.partial(_read_member, path, member)  # later, and only if it wins
+    read = functools.partial(read_member, path, member)  # later, and only if it wins
     return _Candidate(student, assignment, source, timestamp, read)
 
 
@@ -350,112 +316,6 @@ def _member_assignment(base: str, assignments: list[str]) -> str | None:
         if base == f"{a}.ipynb" or base.endswith(f"_{a}.ipynb"):
             return a
     return None
-
-
-def _path_problem(name: str) -> str | None:
-    """Why a member's path could land outside the folder it is extracted to, if it could."""
-    if "\\" in name:  # a separator on Windows: "..\\x" or "C:\\x" there
-        return "a backslash in its path"
-    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
-        return "an absolute path"
-    if ".." in name.split("/"):
-        return "'..' in its path"
-    return None
-
-
-def _type_problem(member: zipfile.ZipInfo) -> str | None:
-    mode = member.external_attr >> 16  # Unix mode; 0 from zippers that record none (Windows)
-    if stat.S_ISLNK(mode):
-        return "a symlink"
-    if stat.S_IFMT(mode) not in (0, stat.S_IFREG):
-        return "not a regular file"
-    return None
-
-
-# --- Reading and writing notebooks ----------------------------------------------------------------
-
-
-def _open_regular(path: Path):
-    """``path`` opened for binary reading, refused if it has become a symlink or a special file."""
-    f = open(path, "rb", opener=lambda p, flags: os.open(p, flags | _FOLLOW_NOTHING))
-    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-        f.close()
-        raise _Refused("not a regular file")
-    return f
-
-
-def _read_file(path: Path, cap: int) -> bytes:
-    with _open_regular(path) as f:
-        return _read_capped(f, cap)
-
-
-def _read_member(path: Path, member: zipfile.ZipInfo, cap: int) -> bytes:
-    with _open_regular(path) as f, zipfile.ZipFile(f) as archive, archive.open(member) as data:
-        return _read_capped(data, cap)
-
-
-def _read_capped(f, cap: int) -> bytes:
-    # Count what decompression actually yields: a header may lie about the size.
-    data = f.read(cap + 1)
-    if len(data) > cap:
-        raise _Refused(f"more than the {cap}-byte limit once decompressed")
-    return data
-
-
-def _checked(data: bytes) -> bytes:
-    if not data:
-        raise _Refused("an empty file")
-    return data
-
-
-def _write(
-    submitted: Path,
-    student: str,
-    assignment: str,
-    data: bytes,
-    beside: dict[str, bytes] | None = None,
-    mtime: float | None = None,
-) -> None:
-    """The notebook (with ``mtime``, the download's time, if given), and the files ``beside`` it (the LMS's
-    metadata: :mod:`word2bert_grader.lms`), each written atomically."""
-    submitted.mkdir(parents=True, exist_ok=True)
-    folder = _own_folder(_own_folder(submitted, student, student), assignment, f"{student}/{assignment}")
-    for name, content in (beside or {}).items():
-        _write_file(folder, name, content)
-    _write_file(folder, f"{assignment}.ipynb", data, mtime)
-
-
-def _write_file(folder: Path, name: str, data: bytes, mtime: float | None = None) -> None:
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a grader run as another user
-        if mtime is not None:
-            os.utime(tmp, (mtime, mtime))
-        os.replace(tmp, folder / name)  # replaces a symlink there, never follows
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def _own_folder(parent: Path, name: str, shown: str) -> Path:
-    """``parent/name`` as a real folder of exactly that name, made if missing; never a symlink."""
-    path = parent / name
-    with contextlib.suppress(FileExistsError):
-        path.mkdir()
-    mode = path.lstat().st_mode
-    if stat.S_ISLNK(mode):
-        raise _Refused(f"submitted/{shown} is a symlink (not written through)")
-    if not stat.S_ISDIR(mode):
-        raise _Refused(f"submitted/{shown} exists and is not a folder")
-    # On a case-insensitive file system "Alice" would land in alice's folder.
-    if name not in os.listdir(parent):
-        raise _Refused(f"submitted/{shown} exists under another spelling (another student's?)")
-    return path
 
 
 # --- Choosing among several downloads -------------------------------------------------------------
@@ -500,7 +360,3 @@ def _newest(group: list[_Candidate]) -> tuple[_Candidate | None, str]:
     if stamps.count(top) > 1:
         return None, "the newest attempt timestamp is shared"
     return group[stamps.index(top)], ""
-
-
-def _describe(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__

@@ -53,7 +53,7 @@ def overtime(task: Submission, limit: float) -> Result:
 
 def _kill(pids) -> None:
     """Kill grading processes, and free their sandboxes' cgroups (their own clean-up never runs)."""
-    from word2bert_grader.sandbox import _Cgroup
+    from word2bert_grader.cgroups import Cgroup
 
     for pid in pids:
         try:
@@ -61,7 +61,7 @@ def _kill(pids) -> None:
         except OSError:
             pass
     for pid in pids:
-        _Cgroup.remove_orphans(pid)
+        Cgroup.remove_orphans(pid)
 
 
 def fork_pool(workers: int) -> ProcessPoolExecutor:

@@ -218,7 +218,9 @@ class _Grader:
                     limit = self.config.limit(step.grade_id)
                     left = self.config.replay_seconds - self.replayed - (time.monotonic() - began)
                     try:
-                        self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)}, timeout=min(limit, left))
+                        self.sandbox.request(
+                            {"op": wire.Op.RUN_CELL, "source": _sandboxed(step)}, timeout=min(limit, left)
+                        )
                     except SandboxTimeout:
                         if left >= limit:
                             raise
@@ -275,7 +277,7 @@ class _Grader:
         started = time.monotonic()
         self.cells_run += 1
         try:
-            reply, _ = self.sandbox.request({"op": "run_cell", "source": _sandboxed(step)}, timeout=limit)
+            reply, _ = self.sandbox.request({"op": wire.Op.RUN_CELL, "source": _sandboxed(step)}, timeout=limit)
         except SandboxError as error:
             record.failure = _why(error)
             return
@@ -354,9 +356,9 @@ def _outputs(outputs) -> list[dict]:
     for o in outputs if type(outputs) is list else []:
         if type(o) is not dict:
             continue
-        if o.get("type") == "stream" and o.get("name") in ("stdout", "stderr"):
+        if o.get("type") == wire.Output.STREAM and o.get("name") in ("stdout", "stderr"):
             kept.append({"type": "stream", "name": o["name"], "text": _cap(str(o.get("text", "")))})
-        elif o.get("type") == "display" and type(o.get("data")) is dict:
+        elif o.get("type") == wire.Output.DISPLAY and type(o.get("data")) is dict:
             data = {
                 k: _cap(str(v), 2_000_000 if k == "image/png" else MAX_OUTPUT_CHARS)
                 for k, v in o["data"].items()

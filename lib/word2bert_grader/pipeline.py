@@ -11,37 +11,27 @@ The workers return data; this process alone writes the gradebook, ``grades.csv``
 ``feedback/<student>/<assignment>/<assignment>.html``, ``autograded/`` and the result cache
 ``.grading-cache/`` (by the hash of the submission, its source, the settings and the grader's own
 code: a re-run grades only what changed, and an interrupted run resumes). A submission that cannot be
-graded is scored zero with its reason, and every submission gets exactly one row.
+graded is scored zero with its reason, and every submission gets exactly one row. The cache is
+:mod:`word2bert_grader.cache`'s; what is written for the instructor, :mod:`word2bert_grader.reports`'.
 """
 
 from __future__ import annotations
 
-import csv
 import functools
-import hashlib
-import json
 import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
-import word2bert
-import word2bert_grader
 from word2bert_grader import course, deadlines, executors, gradebook, lms, notebook
+from word2bert_grader.cache import cache_key, cached, kept, remember, remember_latest, written_to_regrade
 from word2bert_grader.feedback import failure_page, with_lateness
-from word2bert_grader.gradebook import Recorded
+from word2bert_grader.reports import UNSAFE_BANNER, summary, write_grades, write_outputs
+from word2bert_grader.reports import total as total  # re-exported: the tests read it here
 from word2bert_grader.sandbox import Limits, Unavailable, check_available, printable
 from word2bert_grader.task import Result, Settings, Submission
-
-CACHE = ".grading-cache"
-UNSAFE_BANNER = (
-    "WARNING: --unsafe-no-sandbox: student code ran WITHOUT confinement, as this user, with "
-    "network, files and processes in reach. Scores still come from the grader's own process, "
-    "but these grades are not safe to put on a transcript."
-)
 
 
 def assignments(root: Path) -> list[str]:
@@ -118,94 +108,6 @@ def source(root: Path, assignment: str) -> bytes:
     return (root / "solutions" / assignment / f"{assignment}.ipynb").read_bytes()
 
 
-# The modules that decide a result (the worker's code): editing the pipeline, the LMS formats or the reports
-# regrades nothing.
-GRADING_MODULES = ("harness", "task", "notebook", "feedback", "proxy", "mirror", "wire", "sandbox", "launch", "runner")
-
-
-@functools.cache
-def grader_version(assignment: str = "", source_bytes: bytes = b"") -> str:
-    """A hash of the code that decides a grade of ``assignment``: the grader's grading modules, the modules of
-    the course library that its source notebook imports (and what they import), and the checkpoints. A change
-    to one library module regrades only the assignments whose tests use it."""
-    digest = hashlib.sha256()
-    folder = Path(word2bert_grader.__file__).parent
-    for name in GRADING_MODULES:
-        digest.update(name.encode() + (folder / f"{name}.py").read_bytes())
-    library = Path(word2bert.__file__).parent
-    for path in sorted(_library_files(library, source_bytes)):
-        digest.update(str(path.relative_to(library)).encode() + path.read_bytes())
-    return digest.hexdigest()
-
-
-def _library_files(library: Path, source_bytes: bytes) -> set[Path]:
-    """The library's files a source notebook depends on: the modules it imports, transitively, their packages'
-    ``__init__``, and every checkpoint (weights are loaded by name at run time). Without a readable source: all."""
-    import ast
-
-    everything = {p for p in library.rglob("*") if p.suffix in (".py", ".safetensors", ".json")}
-    everything = {p for p in everything if "__pycache__" not in p.parts}
-    try:
-        todo = [("\n".join(notebook._text(c.get("source")) for c in notebook.read_cells(source_bytes)), [])]
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return everything
-    seen = {p for p in everything if p.suffix != ".py"} | {library / "__init__.py"}
-    while todo:
-        text, package = todo.pop()  # package: the importing module's package, as parts ("word2bert", "data")
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                stem = package[: len(package) - node.level + 1] if node.level else []
-                module = ".".join(stem + ([node.module] if node.module else []))
-                names = [module] + [f"{module}.{a.name}" for a in node.names]
-            for name in names:
-                parts = name.split(".")
-                if parts[0] != "word2bert":
-                    continue
-                for k in range(2, len(parts) + 1):
-                    base = library.joinpath(*parts[1:k])
-                    for path, inside in ((base.with_suffix(".py"), parts[: k - 1]), (base / "__init__.py", parts[:k])):
-                        if path.is_file() and path not in seen:
-                            seen.add(path)
-                            todo.append((path.read_text(encoding="utf-8"), inside))
-    return seen
-
-
-def cache_key(task: Submission) -> str:
-    digest = hashlib.sha256(grader_version(task.assignment, task.source).encode())
-    for part in (
-        task.student.encode(),
-        task.assignment.encode(),
-        task.notebook,
-        task.source,
-        json.dumps(task.settings.to_dict(), sort_keys=True).encode(),
-    ):
-        digest.update(hashlib.sha256(part).digest())
-    return digest.hexdigest()
-
-
-def cached(root: Path, key: str) -> Result | None:
-    """The cached result under ``key``; None where there is none, or what is there is not a result."""
-    try:
-        return Result.from_json(json.loads((root / CACHE / f"{key}.json").read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return None
-
-
-def remember(root: Path, key: str, result: Result) -> None:
-    folder = root / CACHE
-    folder.mkdir(exist_ok=True)
-    tmp = folder / f"{key}.tmp"
-    tmp.write_text(json.dumps(result.to_json()), encoding="utf-8")
-    os.replace(tmp, folder / f"{key}.json")
-
-
 def run_all(root: Path, tasks: list[Submission], jobs: int, scheduler: str | None) -> tuple[list[Result], int]:
     """Grade every task (cached results first); returns the results and how many came from the cache."""
     from tqdm.auto import tqdm
@@ -220,7 +122,7 @@ def run_all(root: Path, tasks: list[Submission], jobs: int, scheduler: str | Non
         else:
             todo[task.key] = (key, task)
     reused = len(results)
-    _remember_latest(root, keys)
+    remember_latest(root, keys)
     tasks = [task for _, task in todo.values()]
     run = executors.cluster(tasks, scheduler) if scheduler else executors.local(tasks, jobs)
     failures = 0
@@ -236,200 +138,6 @@ def run_all(root: Path, tasks: list[Submission], jobs: int, scheduler: str | Non
             bar.set_postfix(failed=failures, refresh=False)
             bar.update()
     return results, reused
-
-
-def _remember_latest(root: Path, keys: dict[tuple[str, str], str]) -> None:
-    """Which cached result is each submission's latest: what a regrade of others keeps (:func:`latest`)."""
-    path = root / CACHE / "latest.json"
-    known = latest(root)
-    known.update({f"{s}/{a}": key for (s, a), key in keys.items()})
-    path.parent.mkdir(exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def latest(root: Path) -> dict[str, str]:
-    try:
-        known = json.loads((root / CACHE / "latest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {k: v for k, v in known.items() if isinstance(v, str) and v.isalnum()} if isinstance(known, dict) else {}
-
-
-def kept(root: Path, tasks: list[Submission]) -> tuple[list[Result], list[str]]:
-    """The results of submissions outside a regrade (STUDENTS=, ASSIGNMENTS=): unchanged ones from the cache,
-    changed ones as they were last graded (said so); those never graded are left out (said so too)."""
-    known, results, notes = latest(root), [], []
-    for task in tasks:
-        name = f"{task.student}/{task.assignment}"
-        hit = cached(root, cache_key(task))
-        if hit is None and name in known:
-            hit = cached(root, known[name])
-            if hit is not None:
-                notes.append(f"{name}: changed since it was graded, kept as graded then (not in this regrade)")
-        if hit is not None and hit.key == task.key:
-            results.append(hit)
-        else:
-            notes.append(f"{name}: never graded, and not in this regrade: no row")
-    return results, notes
-
-
-def write_outputs(root: Path, results: list[Result]) -> list[Result]:
-    """Feedback pages and graded notebooks, written here only (and nothing else into feedback/). A result whose
-    files cannot be written becomes that submission's failed row, with the reason; the others are written."""
-    written = []
-    for r in results:
-        try:
-            _write_files(root, r)
-        except (OSError, UnicodeError, ValueError) as error:
-            reason = f"its feedback could not be written ({type(error).__name__}: {str(error)[:200]})"
-            r = replace(r, cells=dict.fromkeys(r.cells, 0.0), score=0.0, failure=reason, autograded="")
-            r.feedback = failure_page(r)
-            _write_files(root, replace(r, feedback=""))  # nothing half-written is left behind
-        written.append(r)
-    return written
-
-
-def _write_files(root: Path, r: Result) -> None:
-    for step, name, text in (
-        ("feedback", f"{r.assignment}.html", r.feedback),
-        ("autograded", f"{r.assignment}.ipynb", r.autograded),
-    ):
-        folder = root / step / r.student / r.assignment
-        if folder.is_symlink():
-            folder.unlink()
-        shutil.rmtree(folder, ignore_errors=True)
-        if text:
-            folder.mkdir(parents=True)
-            (folder / name).write_text(text, encoding="utf-8")
-
-
-def written_to_regrade(root: Path, results: list[Result]) -> set[tuple[str, str, str]]:
-    """The written answers whose text this grader has not recorded before: changed since the last run, or new.
-    A hand score can only be for a text the grader had recorded before it was given, so theirs is void (a score
-    planted in a fresh gradebook does not count either). Records each answer's hash for the next run; only this
-    process reads and writes the record."""
-    path = root / CACHE / "written-answers.json"
-    try:
-        before = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        before = {}
-    now, changed = dict(before), set()
-    for r in results:
-        for gid, text in r.answers.items():
-            key = "/".join((r.student, r.assignment, gid))
-            now[key] = hashlib.sha256(text.strip().encode()).hexdigest()
-            if before.get(key) != now[key]:
-                changed.add((r.student, r.assignment, gid))
-    path.parent.mkdir(exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(now, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
-    return changed
-
-
-def total(r: Result, recorded: Recorded | None = None) -> tuple[float, float, float]:
-    """(score, max_score, points of written answers not graded yet): the grader's tests and the hand-graded
-    answers together, with the instructor's scores that ``gradebook.record`` found."""
-    manual = recorded.manual.get(r.key, {}) if recorded else {}
-    given = sum(score for score in manual.values() if score is not None)
-    waiting = sum(p for gid, p in r.written.items() if manual.get(gid) is None)
-    return r.score + given, r.max_score + sum(r.written.values()), 0.0 if r.failure else waiting
-
-
-def write_grades(path: Path, results: list[Result], late: dict | None = None, recorded: Recorded | None = None) -> None:
-    """One row per submission: the score before and after the late penalty (``late``: (student, assignment) ->
-    :class:`~word2bert_grader.deadlines.Lateness`), what failed or was handled, what waits for a hand grade
-    (``recorded``: the hand scores in the gradebook)."""
-    late = late or {}
-    with open(path, "w", encoding="utf-8", newline="") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(
-            [
-                "student",
-                "assignment",
-                "raw_score",
-                "late_penalty",
-                "score",
-                "max_score",
-                "status",
-                "reason",
-                "to_grade_by_hand",
-                "late",
-            ]
-        )
-        for r in sorted(results, key=lambda r: r.key):
-            score, max_score, waiting = total(r, recorded)
-            lateness = late.get(r.key)
-            penalty = lateness.penalty(score) if lateness else 0.0
-            writer.writerow(
-                [
-                    r.student,
-                    r.assignment,
-                    f"{score:g}",
-                    f"{penalty:g}",
-                    f"{score - penalty:g}",
-                    f"{max_score:g}",
-                    "failed" if r.failure else "graded",
-                    printable(r.failure or "; ".join(r.notes)),
-                    f"{waiting:g}",
-                    lateness.describe() if lateness else "",
-                ]
-            )
-
-
-def summary(
-    results: list[Result],
-    unsafe: bool,
-    ignored: list[str],
-    reused: int = 0,
-    notes: list[str] = (),
-    recorded: Recorded | None = None,
-) -> str:
-    names = sorted({r.assignment for r in results})
-    by = {r.key: r for r in results}
-    students = sorted({r.student for r in results})
-    width = max([len("student"), *map(len, students)])
-    lines = [UNSAFE_BANNER, ""] if unsafe else []
-    lines.append("  ".join([f"{'student':<{width}}", *(f"{n:>20}" for n in names)]))
-    for s in students:
-        cells = ["{:g}/{:g}".format(*total(by[s, n], recorded)[:2]) if (s, n) in by else "-" for n in names]
-        lines.append("  ".join([f"{s:<{width}}", *(f"{c:>20}" for c in cells)]))
-    failed = [r for r in results if r.failure]
-    tampered = [r for r in results if r.tampering]
-    noted = [r for r in results if r.notes and not r.failure]
-    if failed:
-        lines += ["", f"{len(failed)} submission(s) failed to grade (scored 0):"]
-        lines += [f"  {r.student}/{r.assignment}: {r.failure}" for r in failed]
-    if tampered:
-        lines += ["", "Tampering suspected (the student's kernel passed tests that the grader failed):"]
-        lines += [f"  {r.student}/{r.assignment}: {'; '.join(r.tampering)}" for r in tampered]
-    if noted:
-        lines += ["", "Handled while grading:"]
-        lines += [f"  {r.student}/{r.assignment}: {'; '.join(r.notes)}" for r in noted]
-    if ignored:
-        lines += ["", "Downloads not collected:"] + [f"  {line}" for line in ignored]
-    if reused:
-        lines += ["", f"{reused} submission(s) unchanged since an earlier run: their results were reused"]
-    if notes:
-        lines += ["", "Course, roster, regrade and late submissions:"] + [f"  {line}" for line in notes]
-    waiting = [(r, total(r, recorded)[2]) for r in results if total(r, recorded)[2]]
-    if waiting:
-        lines += [
-            "",
-            f"Written answers to grade by hand in formgrader (Manual Grading), then run again: "
-            f"{len(waiting)} submission(s), {sum(w for _, w in waiting):g} points in all",
-        ]
-    timed = {n: sorted(r.seconds for r in results if r.assignment == n and r.seconds) for n in names}
-    lines += [
-        "",
-        "Seconds per submission (median, slowest): "
-        + ", ".join(f"{n} {t[len(t) // 2]:.1f}, {t[-1]:.1f}" for n, t in timed.items() if t),
-    ]
-    if unsafe:
-        lines += ["", UNSAFE_BANNER]
-    return "\n".join(lines)
 
 
 def autograde(

@@ -74,7 +74,7 @@ class Session:
         self.ensure_running()
         if self._released_calls:
             calls, self._released_calls = self._released_calls, []
-            self._send({"op": "release", "calls": calls}, None)
+            self._send({"op": wire.Op.RELEASE, "calls": calls}, None)
         return self._send(header, tensors)
 
     def _send(self, header, tensors):
@@ -95,7 +95,7 @@ class Session:
 
     def names(self, names: list[str]) -> dict[str, object]:
         """The student's values of ``names`` (data, or proxies); names the student did not define are absent."""
-        reply, tensors = self.request({"op": "names", "names": names})
+        reply, tensors = self.request({"op": wire.Op.NAMES, "names": names})
         found = reply.get("names")
         if type(found) is not dict:
             raise SandboxFailure("the sandbox's reply did not say what your notebook defines")
@@ -142,7 +142,7 @@ class Session:
             if p is not None and p.requires_grad
         ]
         header = {
-            "op": "call",
+            "op": wire.Op.CALL,
             "target": target._w2b_handle,
             "method": method,
             "args": enc_args,
@@ -192,13 +192,13 @@ class Session:
         h, kind, name = spec.get("$handle"), spec.get("kind"), identifier(spec.get("name"))
         if not handle_ok(h):
             raise wire.WireError("a handle is not a 64-bit int")
-        if kind == "function":
+        if kind == wire.HandleKind.FUNCTION:
             return RemoteFunction(self, h, name)
-        if kind == "class":
+        if kind == wire.HandleKind.CLASS:
             if spec.get("base") is not None:
                 return self.mirror.module_class(h, name, spec["base"])
             return RemoteClass(self, h, name)
-        if kind == "module":
+        if kind == wire.HandleKind.MODULE:
             return self.mirror.tree(spec.get("tree"), self._current_decoder)
         return RemoteObject(self, h, name, str(spec.get("repr", ""))[:200])
 
@@ -249,7 +249,7 @@ class _Call:
             return [None] * len(wanted)
         encoder = wire.Encoder()
         header = {
-            "op": "backward",
+            "op": wire.Op.BACKWARD,
             "call": self.call_id,
             "grads": [None if g is None else encoder.encode(g.contiguous()) for g in grads],
         }

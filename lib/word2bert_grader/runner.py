@@ -1,7 +1,7 @@
 """The sandbox side: runs a student's cells, and calls into what they defined, on request.
 
 Started inside bubblewrap by :mod:`word2bert_grader.sandbox` as ``python runner.py IN_FD OUT_FD``.
-It reads requests from the grader on IN_FD and answers on OUT_FD, one :mod:`wire` frame each:
+It reads requests from the grader on IN_FD and answers on OUT_FD, one :mod:`wire` frame each (:class:`wire.Op`):
 
     hello       limits to impose on itself (before any student code runs); answers what it measured
     run_cell    run one cell with IPython; answers its outputs and error
@@ -82,9 +82,8 @@ class Runner:
                 header, tensors = wire.read_frame(self.read_exactly, MAX_FRAME)
             except EOFError:
                 return
-            op = header.get("op")
             try:
-                reply, out_tensors = getattr(self, f"op_{op}")(header, tensors)
+                reply, out_tensors = getattr(self, f"op_{wire.Op(header.get('op'))}")(header, tensors)
             except BaseException as error:  # a failure of this request (SystemExit too), reported as data
                 reply, out_tensors = {"ok": False, "error": describe(error)}, {}
             wire.write_frame(self.out, reply, out_tensors)
@@ -123,14 +122,14 @@ class Runner:
         outputs = []
         for name, text in (("stdout", captured.stdout), ("stderr", captured.stderr)):
             if text:
-                outputs.append({"type": "stream", "name": name, "text": wire.cap(text, MAX_OUTPUT)})
+                outputs.append({"type": wire.Output.STREAM, "name": name, "text": wire.cap(text, MAX_OUTPUT)})
         for shown in captured.outputs[:20]:
             data = {
                 k: wire.cap(v, MAX_OUTPUT)
                 for k, v in shown.data.items()
                 if k in ("text/plain", "text/html", "text/markdown", "image/png") and isinstance(v, str)
             }
-            outputs.append({"type": "display", "data": data})
+            outputs.append({"type": wire.Output.DISPLAY, "data": data})
         return {"ok": True, "outputs": outputs, "error": describe(error) if error else None}, {}
 
     def op_names(self, header, tensors):
@@ -222,13 +221,13 @@ class Runner:
             self.ids[id(obj)] = h
         spec = {"$handle": h, "name": _name(obj)}
         if isinstance(obj, torch.nn.Module):
-            spec.update(kind="module", tree=self.describe_module(obj))
+            spec.update(kind=wire.HandleKind.MODULE, tree=self.describe_module(obj))
         elif isinstance(obj, type):
-            spec.update(kind="class", base=_torch_base(obj) if issubclass(obj, torch.nn.Module) else None)
+            spec.update(kind=wire.HandleKind.CLASS, base=_torch_base(obj) if issubclass(obj, torch.nn.Module) else None)
         elif callable(obj):
-            spec.update(kind="function")
+            spec.update(kind=wire.HandleKind.FUNCTION)
         else:
-            spec.update(kind="object", repr=_short_repr(obj))
+            spec.update(kind=wire.HandleKind.OBJECT, repr=_short_repr(obj))
         return spec
 
     def describe_module(self, module: torch.nn.Module) -> dict:

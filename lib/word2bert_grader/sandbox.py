@@ -26,64 +26,39 @@ The student's code runs in ``runner.py`` under bubblewrap (Debian's ``bubblewrap
 
 The grader talks to it through two pipes, one :mod:`wire` frame per message, with a deadline on
 every reply. Nothing it sends back is trusted: see :mod:`word2bert_grader.proxy`.
+
+This module runs the process and its pipes; the confinement's parts are their own modules:
+:mod:`word2bert_grader.bwrap` (the limits, the uid, bubblewrap's command line), :mod:`word2bert_grader.seccomp`
+and :mod:`word2bert_grader.cgroups`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import pwd
 import select
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from word2bert_grader import launch, wire
-
-HERE = Path(__file__).resolve().parent
-INSIDE = "/opt/word2bert-sandbox"  # where runner.py and wire.py are mounted
-SCRATCH = "/home/student"  # the submission's working directory and $HOME
-CGROUP = Path("/sys/fs/cgroup")
-CPU_PERIOD = 100_000  # microseconds: the window of a cgroup's CPU quota
-# Host uids for sandboxes started by root: one each (the start plus the grading process's pid, unique while it
-# runs), above systemd's container ranges and below its "foreign" range, so no account's.
-SANDBOX_UIDS = range(0x70000000, 0x70000000 + 2**22)
-# /proc as runc leaves it: read-only where a write changes the host, hidden where a read exposes the kernel.
-PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")
-PROC_MASKED = (
-    "acpi",
-    "asound",
-    "interrupts",
-    "kcore",
-    "keys",
-    "latency_stats",
-    "sched_debug",
-    "scsi",
-    "timer_list",
-    "timer_stats",
+from word2bert_grader.bwrap import (
+    HERE,
+    INSIDE,
+    Limits,
+    Unavailable,
+    bwrap_command,
+    launch_command,
+    rlimits,
+    sandbox_uid,
 )
+from word2bert_grader.cgroups import Cgroup
+from word2bert_grader.seccomp import seccomp_filter
 
-
-@dataclass(frozen=True)
-class Limits:
-    """What one submission may use. Times are enforced by the grader, per request."""
-
-    memory_mb: int = 2048
-    cpus: int = 1  # cores it may keep busy, where the cgroup's cpu controller is ours (so it cannot starve a classmate)
-    processes: int = 128  # processes and threads
-    cpu_seconds: int = 900
-    file_mb: int = 64  # largest file it may write
-    scratch_mb: int = 256  # each of /work, /tmp and /dev/shm
-    open_files: int = 256
-    max_message_mb: int = 256  # largest reply read from it
-    grader_mb: int = 2048  # the grader's own process testing it (about 0.5 GB at most for honest work); 0: no cap
+__all__ = ["Limits", "Sandbox", "SandboxError", "SandboxTimeout", "Unavailable", "check_available", "printable"]
 
 
 class SandboxError(Exception):
@@ -92,337 +67,6 @@ class SandboxError(Exception):
 
 class SandboxTimeout(SandboxError):
     pass
-
-
-class Unavailable(RuntimeError):
-    """This machine cannot sandbox (no bubblewrap, no user namespaces): the message says how to fix it."""
-
-
-def sandbox_uid() -> int | None:
-    """The unprivileged host uid this process's sandbox runs as, where the grader is root; None otherwise
-    (bubblewrap then maps the student to the grader's own uid, which is not root)."""
-    if os.geteuid() != 0:
-        return None
-    uid = SANDBOX_UIDS.start + os.getpid()
-    try:
-        owner = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return uid
-    raise Unavailable(f"host uid {uid}, meant for a sandbox, belongs to the account {owner}: grade as another user")
-
-
-def private_paths() -> list[Path]:
-    """What the sandbox shows of this installation besides the system: Python, the virtual environment, the
-    runner and its wire protocol (where the grader is root, :mod:`launch` stages them for the sandbox's user)."""
-    venv, base = Path(sys.prefix), Path(sys.base_prefix)
-    return [*sorted({base, venv}), HERE / "runner.py", HERE / "wire.py"]
-
-
-def bwrap_command(limits: Limits, staged: bool = False) -> list[str]:
-    """bubblewrap's arguments, up to the program it runs; ``staged``: the private paths are bound from
-    :mod:`launch`'s staging folder instead of from where they are."""
-    venv = Path(sys.prefix)
-    mb = 2**20
-    cmd = [
-        shutil.which("bwrap") or "bwrap",
-        "--unshare-all",
-        "--unshare-user",
-        "--disable-userns",
-        "--cap-drop",
-        "ALL",
-        "--uid",
-        "65534",
-        "--gid",
-        "65534",
-        "--hostname",
-        "sandbox",
-        "--die-with-parent",
-        "--new-session",
-        "--clearenv",
-        "--setenv",
-        "PATH",
-        f"{venv}/bin:/usr/bin:/bin",
-        "--setenv",
-        "HOME",
-        SCRATCH,
-        "--setenv",
-        "MPLBACKEND",
-        "Agg",
-        "--setenv",
-        "MPLCONFIGDIR",
-        "/tmp",
-        "--setenv",
-        "OMP_NUM_THREADS",
-        "1",
-        "--setenv",
-        "PYTHONDONTWRITEBYTECODE",
-        "1",
-        "--setenv",
-        "LANG",
-        "C.UTF-8",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--ro-bind",  # no pseudo-terminals: their number is a quota of the whole machine (kernel.pty.max)
-        "/dev/null",
-        "/dev/pts/ptmx",
-    ]
-    for name in PROC_READ_ONLY:  # only what this kernel has: a mount point must exist
-        if os.path.exists(f"/proc/{name}"):
-            cmd += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
-    for name in PROC_MASKED:
-        path = f"/proc/{name}"
-        if os.path.isdir(path):
-            cmd += ["--tmpfs", path, "--remount-ro", path]
-        elif os.path.exists(path):
-            cmd += ["--ro-bind", "/dev/null", path]
-    # The writable places first: a mount made later would hide a read-only bind beneath it.
-    for path in ("/dev/shm", "/tmp", SCRATCH):
-        cmd += ["--size", str(limits.scratch_mb * mb), "--tmpfs", path]
-    for path in (
-        "/usr",
-        "/bin",
-        "/lib",
-        "/lib64",
-        "/lib32",
-        "/etc/ld.so.cache",
-        "/etc/ld.so.conf",
-        "/etc/ld.so.conf.d",
-        "/etc/alternatives",
-        "/etc/fonts",
-        "/etc/localtime",
-    ):
-        cmd += ["--ro-bind-try", path, path]
-    destinations = [*map(str, private_paths()[:-2]), f"{INSIDE}/runner.py", f"{INSIDE}/wire.py"]
-    for i, (source, destination) in enumerate(zip(private_paths(), destinations)):
-        cmd += ["--ro-bind", f"{launch.STAGE}/{i}" if staged else str(source), destination]
-    cmd += ["--remount-ro", "/"]  # the sandbox's own root: no uncapped writes outside the scratch folders
-    return [*cmd, "--chdir", SCRATCH]
-
-
-def launch_command(argv: list[str], cgroups: list[str], uid: int | None) -> list[str]:
-    """The command that runs ``argv`` (bubblewrap's, or the runner's without it) through :mod:`launch`: in
-    ``cgroups``, and as ``uid`` (None: this process's user) with the private paths staged for it."""
-    spec = {"cgroups": cgroups, "uid": uid, "stage": [str(p) for p in private_paths()], "argv": argv}
-    return [sys.executable, "-I", "-S", str(HERE / "launch.py"), json.dumps(spec)]
-
-
-# System calls student code has no use for, that container escapes go through: kernel modules and keys, mounts
-# and namespaces, eBPF, io_uring, perf, userfaultfd, handles to other file systems' files, other processes'
-# memory; inotify, whose instances are a per-user quota; and Linux AIO, whose contexts are a quota of the whole
-# machine (one sandbox could take all of fs.aio-max-nr). Numbers per architecture: (x86_64, aarch64).
-_SYSCALLS = {
-    "ptrace": (101, 117),
-    "pivot_root": (155, 41),
-    "mount": (165, 40),
-    "umount2": (166, 39),
-    "reboot": (169, 142),
-    "init_module": (175, 105),
-    "delete_module": (176, 106),
-    "io_setup": (206, 0),
-    "kexec_load": (246, 104),
-    "add_key": (248, 217),
-    "request_key": (249, 218),
-    "keyctl": (250, 219),
-    "inotify_init": (253, None),
-    "unshare": (272, 97),
-    "inotify_init1": (294, 26),
-    "perf_event_open": (298, 241),
-    "name_to_handle_at": (303, 264),
-    "open_by_handle_at": (304, 265),
-    "setns": (308, 268),
-    "process_vm_readv": (310, 270),
-    "process_vm_writev": (311, 271),
-    "finit_module": (313, 273),
-    "kexec_file_load": (320, 294),
-    "bpf": (321, 280),
-    "userfaultfd": (323, 282),
-    "io_uring_setup": (425, 425),
-    "io_uring_enter": (426, 426),
-    "io_uring_register": (427, 427),
-    "open_tree": (428, 428),
-    "move_mount": (429, 429),
-    "fsopen": (430, 430),
-    "fsconfig": (431, 431),
-    "fsmount": (432, 432),
-    "fspick": (433, 433),
-    "mount_setattr": (442, 442),
-}
-_ARCHITECTURES = {"x86_64": (0xC000003E, 0), "aarch64": (0xC00000B7, 1)}  # AUDIT_ARCH_*, column of _SYSCALLS
-# socket() of the virtual machine's channel to its host (AF_VSOCK): no network namespace isolates it, so a sandbox
-# in a VM could reach the host's services through it (Docker's default profile refuses it too)
-_SOCKET, AF_VSOCK = (41, 198), 40
-
-
-def seccomp_filter() -> bytes | None:
-    """A classic-BPF seccomp program (for ``bwrap --seccomp``) that fails the calls above, and socket(AF_VSOCK, ...),
-    with EPERM.
-
-    Other architectures of this machine's kernel (x32 on x86_64, 32-bit ARM) are killed outright.
-    """
-    machine = os.uname().machine
-    if machine not in _ARCHITECTURES:
-        return None
-    arch, column = _ARCHITECTURES[machine]
-    numbers = sorted(nr[column] for nr in _SYSCALLS.values() if nr[column] is not None)
-    ld_w_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    allow, deny, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000  # ALLOW, ERRNO(EPERM), KILL_PROCESS
-    program = [(ld_w_abs, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (ld_w_abs, 0, 0, 0)]
-    if machine == "x86_64":
-        program.append((jge, len(numbers) + 4, 0, 0x40000000))  # x32 system calls
-    for i, nr in enumerate(numbers):
-        program.append((jeq, len(numbers) - i + 3, 0, nr))
-    # socket(): its first argument (the low word of args[0], at offset 16 of seccomp_data) is not AF_VSOCK
-    program += [(jeq, 0, 2, _SOCKET[column]), (ld_w_abs, 0, 0, 16), (jeq, 1, 0, AF_VSOCK)]
-    program += [(ret, 0, 0, allow), (ret, 0, 0, deny)]  # every jump above lands on `deny`
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
-
-
-def rlimits(limits: Limits) -> dict[str, int]:
-    return {
-        "cpu": limits.cpu_seconds,
-        "fsize": limits.file_mb * 2**20,
-        "nofile": limits.open_files,
-        "nproc": limits.processes,
-    }
-
-
-class _Cgroup:
-    """A memory and pids cgroup for one sandbox, or None where this user cannot make one. Making one and reading its
-    out-of-memory count differ between cgroup v2 and v1 (:class:`_CgroupV2`, :class:`_CgroupV1`); killing what is
-    in it and removing it do not."""
-
-    def __init__(self, dirs: dict[str, Path]):
-        self.dirs = dirs
-
-    @staticmethod
-    def version() -> type[_Cgroup]:
-        return _CgroupV2 if (CGROUP / "cgroup.controllers").exists() else _CgroupV1
-
-    @staticmethod
-    def parents() -> dict[str, Path]:
-        """Where this process may make child cgroups (a user may own its subtree only). Pool processes share their
-        parent's, so the parent finds them."""
-        raise NotImplementedError
-
-    @classmethod
-    def make(cls, name: str, limits: Limits, made: dict[str, Path]) -> _Cgroup | None:
-        """Make cgroup ``name`` with ``limits``, noting each folder in ``made`` as it is made (removed on failure)."""
-        raise NotImplementedError
-
-    def out_of_memory(self) -> bool:
-        raise NotImplementedError
-
-    @classmethod
-    def create(cls, limits: Limits) -> _Cgroup | None:
-        name = f"word2bert-{os.getpid()}-{uuid.uuid4().hex[:12]}"  # the pid: see remove_orphans
-        made: dict[str, Path] = {}
-        try:
-            return cls.version().make(name, limits, made)
-        except (OSError, ValueError, IndexError):
-            _Cgroup(made).remove()
-            return None
-
-    @classmethod
-    def remove_orphans(cls, pid: int) -> None:
-        """Kill what is left in the cgroups of process ``pid``'s sandbox and remove them (a grading process that
-        was killed cannot remove its own)."""
-        try:
-            dirs = [d for parent in cls.version().parents().values() for d in parent.glob(f"word2bert-{pid}-*")]
-        except (OSError, ValueError, IndexError):
-            return
-        _Cgroup({str(i): d for i, d in enumerate(dirs)}).remove()
-
-    def procs_files(self) -> list[str]:
-        return [str(d / "cgroup.procs") for d in self.dirs.values()]
-
-    def kill(self) -> None:
-        for path in self.procs_files():
-            try:
-                for pid in open(path, encoding="utf-8").read().split():
-                    os.kill(int(pid), signal.SIGKILL)
-            except (OSError, ValueError):
-                pass
-
-    def remove(self) -> None:
-        for d in self.dirs.values():
-            for _ in range(50):
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    self.kill()
-                    time.sleep(0.02)
-
-
-class _CgroupV2(_Cgroup):
-    """cgroup v2: one child of this process's own cgroup, with every controller in it."""
-
-    @staticmethod
-    def parents() -> dict[str, Path]:
-        own = Path(open("/proc/self/cgroup", encoding="utf-8").read().strip().split("::", 1)[1])
-        return {"v2": CGROUP / own.relative_to("/")}
-
-    @classmethod
-    def make(cls, name: str, limits: Limits, made: dict[str, Path]) -> _CgroupV2 | None:
-        parent = cls.parents()["v2"]
-        enabled = (parent / "cgroup.subtree_control").read_text(encoding="utf-8").split()
-        if not {"memory", "pids"} <= set(enabled):
-            return None
-        folder = made["v2"] = parent / name
-        folder.mkdir()
-        (folder / "memory.max").write_text(str(limits.memory_mb * 2**20), encoding="utf-8")
-        (folder / "memory.swap.max").write_text("0", encoding="utf-8")
-        (folder / "pids.max").write_text(str(limits.processes), encoding="utf-8")
-        if "cpu" in enabled:
-            (folder / "cpu.max").write_text(f"{limits.cpus * CPU_PERIOD} {CPU_PERIOD}", encoding="utf-8")
-        return cls(made)
-
-    def out_of_memory(self) -> bool:
-        try:
-            events = (self.dirs["v2"] / "memory.events").read_text(encoding="utf-8")
-            return any(line.split()[0] == "oom_kill" and int(line.split()[1]) > 0 for line in events.splitlines())
-        except (OSError, ValueError, KeyError):
-            return False
-
-
-class _CgroupV1(_Cgroup):
-    """cgroup v1: a child of this process's own cgroup in each hierarchy (memory, pids, and cpu where it can)."""
-
-    @staticmethod
-    def parents() -> dict[str, Path]:
-        own = {}
-        for line in open("/proc/self/cgroup", encoding="utf-8").read().splitlines():
-            _, controllers, path = line.split(":", 2)
-            for controller in controllers.split(","):
-                own[controller] = path.lstrip("/")
-        return {c: CGROUP / c / own.get(c, "") for c in ("memory", "pids", "cpu")}
-
-    @classmethod
-    def make(cls, name: str, limits: Limits, made: dict[str, Path]) -> _CgroupV1:
-        parents = cls.parents()
-        for controller in ("memory", "pids"):
-            made[controller] = parents[controller] / name
-            made[controller].mkdir()
-        (made["memory"] / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 2**20), encoding="utf-8")
-        (made["pids"] / "pids.max").write_text(str(limits.processes), encoding="utf-8")
-        try:  # a CPU quota where the cpu hierarchy is ours too; without it, memory and pids still hold
-            made["cpu"] = parents["cpu"] / name
-            made["cpu"].mkdir()
-            (made["cpu"] / "cpu.cfs_period_us").write_text(str(CPU_PERIOD), encoding="utf-8")
-            (made["cpu"] / "cpu.cfs_quota_us").write_text(str(limits.cpus * CPU_PERIOD), encoding="utf-8")
-        except OSError:
-            _Cgroup({"cpu": made.pop("cpu")}).remove()
-        return cls(made)
-
-    def out_of_memory(self) -> bool:
-        try:
-            return int((self.dirs["memory"] / "memory.failcnt").read_text(encoding="utf-8")) > 0
-        except (OSError, ValueError, KeyError):
-            return False
 
 
 def printable(text: str) -> str:
@@ -459,7 +103,7 @@ class Sandbox:
     death: str = ""  # why it died, once it has
     watchdog_note: str = ""
     started: bool = False  # the runner has answered its first request
-    _cgroup: _Cgroup | None = None
+    _cgroup: Cgroup | None = None
 
     def start(self) -> dict:
         self.close()
@@ -487,7 +131,7 @@ class Sandbox:
                 keep.append(rules)
                 argv += ["--seccomp", str(rules)]
             argv += runner
-        self._cgroup = _Cgroup.create(self.limits)
+        self._cgroup = Cgroup.create(self.limits)
         cmd = launch_command(argv, self._cgroup.procs_files() if self._cgroup else [], uid)
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         if self.unsafe:
@@ -513,7 +157,7 @@ class Sandbox:
             self.watchdog_note = "no cgroup available: memory and processes watched by sampling"
             threading.Thread(target=self._watch, args=(self.process,), daemon=True).start()
         self.started = False
-        reply, _ = self.request({"op": "hello", "limits": rlimits(self.limits)}, timeout=120)
+        reply, _ = self.request({"op": wire.Op.HELLO, "limits": rlimits(self.limits)}, timeout=120)
         self.started = True
         return reply
 

@@ -10,7 +10,7 @@ import base64
 from dataclasses import asdict, dataclass, field, fields
 
 from word2bert_grader import notebook
-from word2bert_grader.sandbox import Limits
+from word2bert_grader.bwrap import Limits
 
 
 @dataclass

@@ -31,10 +31,39 @@ import json
 import random
 import struct
 from collections import Counter
+from enum import StrEnum
 
 import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
+
+
+class Op(StrEnum):
+    """The requests the grader sends (a header's ``"op"``); the runner answers each with its ``op_<name>``."""
+
+    HELLO = "hello"  # set the rlimits, start the shell
+    RUN_CELL = "run_cell"
+    NAMES = "names"  # the student's values of these names
+    CALL = "call"  # call a handle's function or method
+    BACKWARD = "backward"  # gradients back through a call
+    RELEASE = "release"  # forget calls the grader no longer holds
+
+
+class HandleKind(StrEnum):
+    """What a handle (``{"$handle": h, "kind": ...}``) names, so that the grader knows which proxy to build."""
+
+    MODULE = "module"
+    CLASS = "class"
+    FUNCTION = "function"
+    OBJECT = "object"
+
+
+class Output(StrEnum):
+    """The ``"type"`` of a cell's output in a run_cell reply."""
+
+    STREAM = "stream"
+    DISPLAY = "display"
+
 
 MAX_DEPTH = 64
 INT_LIMIT = 2**63  # integers are those of a tensor, int64: Python's hash is the identity on them, nearly

@@ -1,0 +1,219 @@
+"""Collect Canvas's and Moodle's downloads into ``submitted/``: every file of a download folder and its zips read
+safely, each notebook's owner found (:mod:`word2bert_grader.lms_formats`), one notebook chosen per student; the
+rules are :mod:`word2bert_grader.lms`'s."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import stat
+import zipfile
+from collections.abc import Collection
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+
+from word2bert_grader import filing
+from word2bert_grader.course import Course
+from word2bert_grader.deadlines import LMS_RECORD, TIMESTAMP
+from word2bert_grader.filing import Collected, Problem
+from word2bert_grader.lms_formats import Entry, Found, canvas_notebooks, moodle_notebooks
+from word2bert_grader.lms_roster import Roster
+
+MAX_DEPTH = 4  # folders below an assignment's download folder
+MAX_ENTRIES = 20_000  # files and members of one assignment's download
+
+
+def collect(
+    downloads_dir: Path,
+    submitted: Path,
+    assignments: Collection[str],
+    lms: str,
+    roster: Roster | None,
+    course: Course,
+    max_member_bytes: int = filing.MAX_MEMBER_BYTES,
+) -> tuple[list[Collected], list[Problem]]:
+    """Collect ``downloads_dir/<assignment>/`` of every assignment into ``submitted``; see the module's rules."""
+    names = filing.checked_assignments(assignments)
+    problems: list[Problem] = []
+    found: list[Found] = []
+    for path in sorted(Path(downloads_dir).iterdir()):
+        if path.name not in names or path.is_symlink() or not path.is_dir():
+            problems.append(Problem(path.name, f"ignored: not a folder named after an assignment ({', '.join(names)})"))
+            continue
+        entries, trouble = _entries(path, path.name, max_member_bytes, course)
+        problems += trouble
+        reader = canvas_notebooks if lms == "canvas" else moodle_notebooks
+        more, trouble = reader(path.name, entries, roster, course, path)
+        found += more
+        problems += trouble
+    collected = []
+    for (student, assignment), group in _grouped(found).items():
+        winner, data, lost = _choose(group, max_member_bytes)
+        problems += lost
+        if winner is None:
+            continue
+        beside = {LMS_RECORD: json.dumps(asdict(winner.record), ensure_ascii=False).encode()}
+        if winner.submitted is not None:
+            beside[TIMESTAMP] = winner.submitted.isoformat(sep=" ").encode()
+        try:
+            filing.write_notebook(Path(submitted), student, assignment, data, beside, winner.entry.mtime)
+        except Exception as e:  # a failed write, or a folder that is a symlink: refused
+            problems.append(
+                Problem(winner.entry.source, f"refused: cannot write it ({filing.describe(e)})", student, assignment)
+            )
+        else:
+            collected.append(Collected(student, assignment, winner.entry.source))
+    done = {(c.student, c.assignment) for c in collected}
+    for p in problems:
+        if (p.student, p.assignment) in done:
+            p.student = p.assignment = None
+    return sorted(collected, key=lambda c: (c.student, c.assignment)), problems
+
+
+def _entries(folder: Path, shown: str, cap: int, course: Course) -> tuple[list[Entry], list[Problem]]:
+    """Every file of one assignment's download: plain files (in folders, to MAX_DEPTH) and the members of the
+    zips at its top; never following a link, never opening a zip inside a zip."""
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+
+    def walk(path: Path, rel: str, depth: int) -> None:
+        for child in sorted(path.iterdir()):
+            name = f"{rel}/{child.name}" if rel else child.name
+            source = f"{shown}/{name}"
+            if len(entries) >= MAX_ENTRIES:
+                problems.append(Problem(source, f"ignored: more than {MAX_ENTRIES} files in one download"))
+                return
+            mode = child.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                problems.append(Problem(source, "refused: a symlink (downloads must be plain files)"))
+            elif stat.S_ISDIR(mode):
+                if depth < MAX_DEPTH:
+                    walk(child, name, depth + 1)
+                else:
+                    problems.append(Problem(source, f"ignored: folders nested more than {MAX_DEPTH} deep"))
+            elif not stat.S_ISREG(mode):
+                problems.append(Problem(source, "refused: not a regular file"))
+            elif child.name.lower().endswith(".zip"):
+                if depth == 0:
+                    more, trouble = _zip_entries(child, source, cap, course)
+                    entries.extend(more)
+                    problems.extend(trouble)
+                else:
+                    problems.append(Problem(source, "ignored: a zip inside the download (not opened)"))
+            else:
+                read = functools.partial(filing.read_file, child)
+                entries.append(Entry(source, name, child.lstat().st_mtime, read))
+
+    walk(folder, "", 0)
+    return entries, problems
+
+
+def _zip_entries(path: Path, shown: str, cap: int, course: Course) -> tuple[list[Entry], list[Problem]]:
+    if path.stat().st_size > filing.MAX_ARCHIVE_BYTES:
+        return [], [Problem(shown, f"refused: a zip of more than {filing.MAX_ARCHIVE_BYTES} bytes")]
+    try:
+        with filing.open_regular(path) as f, zipfile.ZipFile(f) as archive:
+            members = archive.infolist()
+    except Exception as e:  # a hostile file can make zipfile raise almost anything
+        return [], [Problem(shown, f"refused: not a readable zip ({filing.describe(e)})")]
+    if len(members) > filing.MAX_MEMBERS:
+        return [], [Problem(shown, f"refused: {len(members)} members, more than {filing.MAX_MEMBERS}")]
+    total = sum(m.file_size for m in members)
+    if total > filing.MAX_ARCHIVE_BYTES:
+        return [], [Problem(shown, f"refused: {total} bytes uncompressed, more than {filing.MAX_ARCHIVE_BYTES}")]
+    entries, problems = [], []
+    for member in members:
+        name = _member_name(member)
+        source = f"{shown}:{name}"
+        why = filing.path_problem(name) or (None if member.is_dir() else filing.type_problem(member))
+        if why:
+            problems.append(Problem(source, f"refused: {why}"))
+            continue
+        base = name.rsplit("/", 1)[-1]
+        if member.is_dir() or name.startswith("__MACOSX/") or base.startswith("._") or base == ".DS_Store":
+            continue
+        if base.lower().endswith(".zip"):
+            problems.append(Problem(source, "ignored: a zip inside the zip (not opened)"))
+            continue
+        if member.flag_bits & 0x1:
+            problems.append(Problem(source, "refused: encrypted"))
+            continue
+        why = filing.size_problem(member.file_size, cap)
+        if why and base.endswith(".ipynb"):
+            problems.append(Problem(source, f"refused: {why}"))
+            continue
+        try:  # a zip's times are local times without a zone: the course's
+            mtime = datetime(*member.date_time, tzinfo=course.timezone).timestamp()
+        except ValueError:
+            mtime = None
+        entries.append(Entry(source, name, mtime, functools.partial(filing.read_member, path, member)))
+    return entries, problems
+
+
+def _member_name(member: zipfile.ZipInfo) -> str:
+    """A member's name as its zipper meant it: without the UTF-8 flag, zipfile reads the bytes as CP437, but
+    Moodle's and most zippers' bytes are UTF-8 (non-ASCII names would not match the roster otherwise)."""
+    name = member.filename
+    if not member.flag_bits & 0x800:
+        try:
+            return name.encode("cp437").decode("utf-8")
+        except UnicodeError:
+            return name
+    return name
+
+
+# --- Choosing one notebook per student ------------------------------------------------------------
+
+
+def _grouped(found: list[Found]) -> dict[tuple[str, str], list[Found]]:
+    groups: dict[tuple[str, str], list[Found]] = {}
+    for f in found:
+        groups.setdefault((f.student, f.assignment), []).append(f)
+    return groups
+
+
+def _choose(group: list[Found], cap: int) -> tuple[Found | None, bytes, list[Problem]]:
+    """The one notebook of a student's group, its bytes, and the problems of the others."""
+    student, assignment = group[0].student, group[0].assignment
+    named = [f for f in group if f.named] or group
+    problems = [
+        Problem(f.entry.source, f"superseded: another file is named {assignment}.ipynb", student, assignment)
+        for f in group
+        if f not in named
+    ]
+    contents: dict[str, tuple[Found, bytes]] = {}
+    for f in named:
+        try:
+            data = filing.checked(f.entry.read(cap))
+        except Exception as e:  # damaged, oversized once decompressed, unreadable
+            problems.append(
+                Problem(f.entry.source, f"refused: cannot read it ({filing.describe(e)})", student, assignment)
+            )
+            continue
+        digest = hashlib.sha256(data).hexdigest()
+        best = contents.get(digest)
+        if best is None or (f.order or 0) > (best[0].order or 0):  # identical copies count once
+            contents[digest] = (f, data)
+    if not contents:
+        return None, b"", problems
+    ranked = sorted(contents.values(), key=lambda c: c[0].order if c[0].order is not None else -1)
+    orders = [c[0].order for c in ranked]
+    if len(ranked) > 1 and (None in orders or orders.count(orders[-1]) > 1):
+        problems.append(
+            Problem(
+                ", ".join(c[0].entry.source for c in ranked),
+                f"conflict: {len(ranked)} different notebooks for {student}/{assignment} that cannot be told apart; "
+                "none collected",
+                student,
+                assignment,
+            )
+        )
+        return None, b"", problems
+    winner, data = ranked[-1]
+    problems += [
+        Problem(c[0].entry.source, f"superseded: {winner.entry.source} is a newer upload", student, assignment)
+        for c in ranked[:-1]
+    ]
+    return winner, data, problems

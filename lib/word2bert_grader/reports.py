@@ -1,0 +1,153 @@
+"""What a grading run writes for the instructor: the feedback pages and graded notebooks, ``grades.csv``, and the
+summary printed at the end."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from word2bert_grader.feedback import failure_page
+from word2bert_grader.gradebook import Recorded
+from word2bert_grader.sandbox import printable
+from word2bert_grader.task import Result
+
+UNSAFE_BANNER = (
+    "WARNING: --unsafe-no-sandbox: student code ran WITHOUT confinement, as this user, with "
+    "network, files and processes in reach. Scores still come from the grader's own process, "
+    "but these grades are not safe to put on a transcript."
+)
+
+
+def write_outputs(root: Path, results: list[Result]) -> list[Result]:
+    """Feedback pages and graded notebooks, written here only (and nothing else into feedback/). A result whose
+    files cannot be written becomes that submission's failed row, with the reason; the others are written."""
+    written = []
+    for r in results:
+        try:
+            _write_files(root, r)
+        except (OSError, UnicodeError, ValueError) as error:
+            reason = f"its feedback could not be written ({type(error).__name__}: {str(error)[:200]})"
+            r = replace(r, cells=dict.fromkeys(r.cells, 0.0), score=0.0, failure=reason, autograded="")
+            r.feedback = failure_page(r)
+            _write_files(root, replace(r, feedback=""))  # nothing half-written is left behind
+        written.append(r)
+    return written
+
+
+def _write_files(root: Path, r: Result) -> None:
+    for step, name, text in (
+        ("feedback", f"{r.assignment}.html", r.feedback),
+        ("autograded", f"{r.assignment}.ipynb", r.autograded),
+    ):
+        folder = root / step / r.student / r.assignment
+        if folder.is_symlink():
+            folder.unlink()
+        shutil.rmtree(folder, ignore_errors=True)
+        if text:
+            folder.mkdir(parents=True)
+            (folder / name).write_text(text, encoding="utf-8")
+
+
+def total(r: Result, recorded: Recorded | None = None) -> tuple[float, float, float]:
+    """(score, max_score, points of written answers not graded yet): the grader's tests and the hand-graded
+    answers together, with the instructor's scores that ``gradebook.record`` found."""
+    manual = recorded.manual.get(r.key, {}) if recorded else {}
+    given = sum(score for score in manual.values() if score is not None)
+    waiting = sum(p for gid, p in r.written.items() if manual.get(gid) is None)
+    return r.score + given, r.max_score + sum(r.written.values()), 0.0 if r.failure else waiting
+
+
+def write_grades(path: Path, results: list[Result], late: dict | None = None, recorded: Recorded | None = None) -> None:
+    """One row per submission: the score before and after the late penalty (``late``: (student, assignment) ->
+    :class:`~word2bert_grader.deadlines.Lateness`), what failed or was handled, what waits for a hand grade
+    (``recorded``: the hand scores in the gradebook)."""
+    late = late or {}
+    with open(path, "w", encoding="utf-8", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(
+            [
+                "student",
+                "assignment",
+                "raw_score",
+                "late_penalty",
+                "score",
+                "max_score",
+                "status",
+                "reason",
+                "to_grade_by_hand",
+                "late",
+            ]
+        )
+        for r in sorted(results, key=lambda r: r.key):
+            score, max_score, waiting = total(r, recorded)
+            lateness = late.get(r.key)
+            penalty = lateness.penalty(score) if lateness else 0.0
+            writer.writerow(
+                [
+                    r.student,
+                    r.assignment,
+                    f"{score:g}",
+                    f"{penalty:g}",
+                    f"{score - penalty:g}",
+                    f"{max_score:g}",
+                    "failed" if r.failure else "graded",
+                    printable(r.failure or "; ".join(r.notes)),
+                    f"{waiting:g}",
+                    lateness.describe() if lateness else "",
+                ]
+            )
+
+
+def summary(
+    results: list[Result],
+    unsafe: bool,
+    ignored: list[str],
+    reused: int = 0,
+    notes: list[str] = (),
+    recorded: Recorded | None = None,
+) -> str:
+    names = sorted({r.assignment for r in results})
+    by = {r.key: r for r in results}
+    students = sorted({r.student for r in results})
+    width = max([len("student"), *map(len, students)])
+    lines = [UNSAFE_BANNER, ""] if unsafe else []
+    lines.append("  ".join([f"{'student':<{width}}", *(f"{n:>20}" for n in names)]))
+    for s in students:
+        cells = ["{:g}/{:g}".format(*total(by[s, n], recorded)[:2]) if (s, n) in by else "-" for n in names]
+        lines.append("  ".join([f"{s:<{width}}", *(f"{c:>20}" for c in cells)]))
+    failed = [r for r in results if r.failure]
+    tampered = [r for r in results if r.tampering]
+    noted = [r for r in results if r.notes and not r.failure]
+    if failed:
+        lines += ["", f"{len(failed)} submission(s) failed to grade (scored 0):"]
+        lines += [f"  {r.student}/{r.assignment}: {r.failure}" for r in failed]
+    if tampered:
+        lines += ["", "Tampering suspected (the student's kernel passed tests that the grader failed):"]
+        lines += [f"  {r.student}/{r.assignment}: {'; '.join(r.tampering)}" for r in tampered]
+    if noted:
+        lines += ["", "Handled while grading:"]
+        lines += [f"  {r.student}/{r.assignment}: {'; '.join(r.notes)}" for r in noted]
+    if ignored:
+        lines += ["", "Downloads not collected:"] + [f"  {line}" for line in ignored]
+    if reused:
+        lines += ["", f"{reused} submission(s) unchanged since an earlier run: their results were reused"]
+    if notes:
+        lines += ["", "Course, roster, regrade and late submissions:"] + [f"  {line}" for line in notes]
+    waiting = [(r, total(r, recorded)[2]) for r in results if total(r, recorded)[2]]
+    if waiting:
+        lines += [
+            "",
+            f"Written answers to grade by hand in formgrader (Manual Grading), then run again: "
+            f"{len(waiting)} submission(s), {sum(w for _, w in waiting):g} points in all",
+        ]
+    timed = {n: sorted(r.seconds for r in results if r.assignment == n and r.seconds) for n in names}
+    lines += [
+        "",
+        "Seconds per submission (median, slowest): "
+        + ", ".join(f"{n} {t[len(t) // 2]:.1f}, {t[-1]:.1f}" for n, t in timed.items() if t),
+    ]
+    if unsafe:
+        lines += ["", UNSAFE_BANNER]
+    return "\n".join(lines)
