@@ -5,10 +5,8 @@ Run: python benchmarks/bert_vs_hf.py"""
 import time
 
 import torch
-from gpt_vs_hf import median_seconds  # same folder
-from transformers import BertConfig, BertForPreTraining
-
-from word2bert.bert import from_hf
+from machine import median_seconds  # same folder
+from training_steps import bert_pair  # same folder
 
 
 def matmul_peak(n: int = 1024, repeats: int = 5) -> float:
@@ -27,35 +25,11 @@ def _timed(fn) -> float:
 
 def main(hidden=128, layers=2, heads=4, vocab=4096, batch=8, seq=64, repeats=10):
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=vocab,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=4 * hidden,
-        max_position_embeddings=seq,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        attn_implementation="sdpa",
-    )
-    hf = BertForPreTraining(config)
-    ours = from_hf(hf)
-    ids = torch.randint(0, vocab, (batch, seq))
-    segments = (torch.arange(seq) >= seq // 2).long().expand(batch, seq)
-    mask = torch.ones(batch, seq, dtype=torch.long)
-    mask[: batch // 2, -seq // 4 :] = 0  # half the batch padded, so the padding-mask path is timed
-    labels = ids.masked_fill(torch.rand(batch, seq) > 0.15, -100)
-    nsp = torch.randint(0, 2, (batch,))
-    kw = {
-        "token_type_ids": segments,
-        "attention_mask": mask,
-        "labels": labels,
-        "next_sentence_label": nsp,
-    }
+    ours, ours_loss, hf, hf_loss, _, _ = bert_pair(layers, hidden, heads, vocab, batch, seq)
     t = median_seconds(
         {
-            "ours": lambda: ours(ids, **kw).loss.backward(),
-            "hf": lambda: hf(ids, **kw).loss.backward(),
+            "ours": lambda: ours_loss(ours).backward(),
+            "hf": lambda: hf_loss(hf).backward(),
         },
         repeats,
     )

@@ -1,27 +1,9 @@
 """Our GPT against Hugging Face's GPT2LMHeadModel: training tokens/s on the same config, weights and batch,
 and generation tokens/s with and without the KV cache. Run: python benchmarks/gpt_vs_hf.py"""
 
-import statistics
-import time
-
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel
-
-from word2bert.gpt import from_hf
-
-
-def median_seconds(fns: dict, repeats: int, warmup: int = 2) -> dict:
-    """Median seconds per call of each function; calls are interleaved so load changes hit all alike."""
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
-    times = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+from machine import median_seconds  # same folder
+from training_steps import gpt_pair  # same folder
 
 
 def train_step_fn(model, loss_of):
@@ -37,31 +19,14 @@ def train_step_fn(model, loss_of):
 
 def main(n_layer=2, n_embd=128, n_head=4, vocab=2048, batch=8, seq=64, repeats=10):
     torch.manual_seed(0)
-    config = GPT2Config(
-        vocab_size=vocab,
-        n_positions=seq,
-        n_embd=n_embd,
-        n_layer=n_layer,
-        n_head=n_head,
-        resid_pdrop=0.0,
-        embd_pdrop=0.0,
-        attn_pdrop=0.0,
-        attn_implementation="sdpa",
-        bos_token_id=None,
-        eos_token_id=None,
-        loss_type="ForCausalLM",
-    )
-    hf = GPT2LMHeadModel(config)
-    ours = from_hf(hf)
-    ids = torch.randint(0, vocab, (batch, seq))
+    ours, ours_loss, hf, hf_loss, tokens, _ = gpt_pair(n_layer, n_embd, n_head, vocab, batch, seq)
     t = median_seconds(
         {
-            "ours": train_step_fn(ours, lambda m: m.loss(ids)),
-            "hf": train_step_fn(hf, lambda m: m(ids, labels=ids).loss),
+            "ours": train_step_fn(ours, ours_loss),
+            "hf": train_step_fn(hf, hf_loss),
         },
         repeats,
     )
-    tokens = batch * seq
     print(
         f"GPT n_layer={n_layer} n_embd={n_embd} vocab={vocab}, batch {batch}x{seq}, {torch.get_num_threads()} threads"
     )
@@ -73,7 +38,7 @@ def main(n_layer=2, n_embd=128, n_head=4, vocab=2048, batch=8, seq=64, repeats=1
 
     ours.eval()
     hf.eval()
-    prompt, new = ids[:1, :16], 32
+    prompt, new = torch.randint(0, vocab, (1, 16)), 32
     g = median_seconds(
         {
             "ours, KV cache": lambda: ours.generate(prompt, new, greedy=True),

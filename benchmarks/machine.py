@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -26,3 +27,17 @@ def busy_neighbour(on: bool):
     finally:
         spinner.kill()
         spinner.wait()
+
+
+def median_seconds(fns: dict, repeats: int, warmup: int = 2) -> dict:
+    """Median seconds per call of each function; calls are interleaved so load changes hit all alike."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}

@@ -21,8 +21,7 @@ import os
 import time
 
 import torch
-from gpt_vs_hf import median_seconds  # same folder
-from machine import busy_neighbour, load  # same folder
+from machine import busy_neighbour, load, median_seconds  # same folder
 from transformers import BertConfig, BertForPreTraining, GPT2Config, GPT2LMHeadModel
 
 from word2bert import bert, gpt

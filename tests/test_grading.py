@@ -48,6 +48,7 @@ from helpers.grading import (
     grade_cells,
     grade_id,
     grades,
+    hidden_lines,
     mixed_class,
     release_nb,
     solution_code,
@@ -351,22 +352,7 @@ def _text(path: Path) -> str:
 
 def test_feedback_shows_failures_but_never_hidden_tests(graded):
     root = graded.root
-    hidden, public = set(), set()
-    for a in ASSIGNMENTS:
-        public |= {line.strip() for cell in release_nb(a).cells for line in cell.source.split("\n")}
-        inside = False
-        for cell in solution_nb(a).cells:
-            for line in cell.source.split("\n"):
-                if "BEGIN HIDDEN TESTS" in line:
-                    inside = True
-                elif "END HIDDEN TESTS" in line:
-                    inside = False
-                elif inside and len(line.strip()) > 20 and not re.search("[\"']", line):
-                    hidden.add(line.strip())
-                elif not inside:
-                    public.add(line.strip())
-    public |= {line.strip() for p in FIXTURES.rglob("*.py") for line in p.read_text(encoding="utf-8").split("\n")}
-    hidden -= public  # lines that visible tests or answers share are no secret
+    hidden = hidden_lines()
     pages = sorted((root / "feedback").glob("*/*/*.html"))
     students = {p.relative_to(root / "feedback").parts[0] for p in pages}
     assert students == set(FEEDBACK_STUDENTS), "feedback is written for the students asked for, and only them"

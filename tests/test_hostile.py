@@ -37,7 +37,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from helpers.grading import grade_id, release_nb, solution_code, solution_nb
+from helpers.grading import grade_id, hidden_lines, release_nb, solution_code, solution_nb
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "grading"
@@ -1378,25 +1378,6 @@ def every_output(ctx: Ctx) -> dict[Path, str]:
                 files[path] = path.read_text(encoding="utf-8", errors="replace")
     files[ctx.root / "grades.csv"] = (ctx.root / "grades.csv").read_text(encoding="utf-8")
     return files
-
-
-def hidden_lines() -> set[str]:
-    hidden, public = set(), set()
-    for a in sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()):
-        public |= {line.strip() for cell in release_nb(a).cells for line in cell.source.split("\n")}
-        inside = False
-        for cell in solution_nb(a).cells:
-            for line in cell.source.split("\n"):
-                if "BEGIN HIDDEN TESTS" in line:
-                    inside = True
-                elif "END HIDDEN TESTS" in line:
-                    inside = False
-                elif inside and len(line.strip()) > 20 and not re.search("[\"']", line):
-                    hidden.add(line.strip())
-                elif not inside:
-                    public.add(line.strip())
-    public |= {line.strip() for p in FIXTURES.rglob("*.py") for line in p.read_text(encoding="utf-8").split("\n")}
-    return hidden - public
 
 
 def score(g: Graded, student: str, assignment: str) -> float:

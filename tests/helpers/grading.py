@@ -9,6 +9,7 @@ import ast
 import copy
 import csv
 import random
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,3 +249,24 @@ def disguised(code: str, comment: str) -> str:
     tree = ast.parse(code)
     renamed = ast.unparse(_Rename().visit(tree))  # comments are dropped on the way
     return "\n".join(f"{line}  # {comment}" if line.endswith(":") else line for line in renamed.split("\n"))
+
+
+def hidden_lines() -> set[str]:
+    """Lines of the hidden tests that no student sees elsewhere (the release, the answers, the fixtures): what
+    feedback must never show."""
+    hidden, public = set(), set()
+    for a in sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()):
+        public |= {line.strip() for cell in release_nb(a).cells for line in cell.source.split("\n")}
+        inside = False
+        for cell in solution_nb(a).cells:
+            for line in cell.source.split("\n"):
+                if "BEGIN HIDDEN TESTS" in line:
+                    inside = True
+                elif "END HIDDEN TESTS" in line:
+                    inside = False
+                elif inside and len(line.strip()) > 20 and not re.search("[\"']", line):
+                    hidden.add(line.strip())
+                elif not inside:
+                    public.add(line.strip())
+    public |= {line.strip() for p in FIXTURES.rglob("*.py") for line in p.read_text(encoding="utf-8").split("\n")}
+    return hidden - public
