@@ -1,7 +1,7 @@
 """GPT and BERT training steps against Hugging Face at the course checkpoints' sizes, in one interleaved run.
 
     python benchmarks/training_steps.py [--busy] [--repeats 10] [--profile]
-    python benchmarks/training_steps.py --loops [--seconds 2]
+    TQDM_DISABLE=1 python benchmarks/training_steps.py --loops [--seconds 2]
 
 A step is what ``training.train_step`` does: loss, backward, gradient clipping, AdamW. Ours and Hugging Face's
 share the weights and the batch; calls alternate, so that a change in the machine's load hits all alike. Ours
@@ -182,9 +182,12 @@ def training_loops(seconds: float) -> dict[str, tuple[str, Callable[[int | None]
     }
 
 
+def rate(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.2f}"
+
+
 def loops_under_load(seconds: float, names: list[str] | None) -> None:
     """Each loop alone, then at once beside a busy neighbour, with the library's threads and with torch's."""
-    os.environ.setdefault("TQDM_DISABLE", "1")
     every_core = torch.get_num_threads()
     print(f"torch {torch.__version__}, {len(os.sched_getaffinity(0))} cores, torch default {every_core} threads")
     print(f"start: {load()}", flush=True)
@@ -204,14 +207,14 @@ def loops_under_load(seconds: float, names: list[str] | None) -> None:
                     units, took = run(threads)
                 speed[busy] = units / took
                 where = "busy" if busy else "alone"
-                print(f"{name}, {label}, {where}: {chosen} threads, {speed[busy]:,.0f} {unit}, {took:.1f} s; {load()}")
+                print(f"{name}, {label}, {where}: {chosen} threads, {rate(speed[busy])} {unit}, {took:.1f} s; {load()}")
             rows.append((name, label, unit, speed[False], speed[True]))
     device.cpu_threads = choose
     print(f"end: {load()}\n")
     print("| loop | threads | alone | busy neighbour | busy / alone |")
     print("|---|---|---|---|---|")
     for name, label, unit, alone, busy in rows:
-        print(f"| {name} | {label} | {alone:,.0f} {unit} | {busy:,.0f} {unit} | {busy / alone:.2f} |")
+        print(f"| {name} | {label} | {rate(alone)} {unit} | {rate(busy)} {unit} | {busy / alone:.2f} |")
 
 
 def main(argv: list[str] | None = None) -> None:
