@@ -1,6 +1,7 @@
 """GPT and BERT training steps against Hugging Face at the course checkpoints' sizes, in one interleaved run.
 
     python benchmarks/training_steps.py [--busy] [--repeats 10] [--profile]
+    TQDM_DISABLE=1 python benchmarks/training_steps.py --loops [--seconds 2]
 
 A step is what ``training.train_step`` does: loss, backward, gradient clipping, AdamW. Ours and Hugging Face's
 share the weights and the batch; calls alternate, so that a change in the machine's load hits all alike. Ours
@@ -12,21 +13,34 @@ thread counts: one; torch's default (every core, what the course's loops used be
 ``BertForPreTraining`` and our ``BertForPreTraining.forward`` run it on every position). ``--busy`` adds a
 competing process that keeps one core busy on the same cores. ``--profile`` prints where ours spends a step's
 time, by operator.
+
+``--loops`` runs a few seconds of each of the course's training loops (word2vec, GloVe, ELMo, GPT, BERT
+pre-training, fine-tuning) alone and then beside the busy neighbour, on the library's default threads
+(``device.cpu_threads()``) and on torch's default (every core, what the loops used before), and prints each
+one's words, tokens or steps per second and the slowdown busy / alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import time
+from collections.abc import Callable
 
 import torch
 from machine import busy_neighbour, load, median_seconds  # same folder
 from transformers import BertConfig, BertForPreTraining, GPT2Config, GPT2LMHeadModel
 
-from word2bert import bert, gpt
+from word2bert import bert, device, elmo, gpt
+from word2bert import finetune as ft
+from word2bert.data.toyworld import ToyWorld
 from word2bert.device import cpu_threads
-from word2bert.pretraining import PretrainingObjective
+from word2bert.glove import GloVe
+from word2bert.pretraining import PretrainConfig, PretrainingObjective, pretrain
+from word2bert.pretraining_data import create_pretraining_instances, tokenize_documents
+from word2bert.training import TrainConfig, train
+from word2bert.word2vec import Word2Vec
 
 
 def step_fn(model, loss_of, fused: bool):
@@ -101,6 +115,107 @@ def profile(name: str, model, loss_of) -> None:
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
 
 
+def training_loops(seconds: float) -> dict[str, tuple[str, Callable[[int | None], tuple[float, float]]]]:
+    """Each of the course's training loops, sized to take about ``seconds`` alone on one thread of the 2-core VM:
+    name -> (unit, run), where ``run(threads)`` trains once with ``threads`` (None: the library's default) and
+    returns (units processed, seconds). Vocabulary and co-occurrence counting are part of word2vec's and GloVe's
+    time; fine-tuning's time includes its set-up and scoring 16 test examples."""
+    documents = ToyWorld(0).corpus(100_000)
+    sentences = [s for d in documents for s in d]
+    words = sum(map(len, sentences))
+
+    def timed(units: float, fn: Callable[[], object]) -> tuple[float, float]:
+        start = time.perf_counter()
+        fn()
+        return units, time.perf_counter() - start
+
+    def word2vec(threads):
+        epochs = max(1, round(seconds * 200_000 / words))  # about 200k words/s on one thread
+        return timed(words * epochs, lambda: Word2Vec(sentences, epochs=epochs, progress=False, threads=threads))
+
+    def glove(threads):
+        epochs = max(1, round(seconds))  # about 1 s an epoch
+        return timed(words * epochs, lambda: GloVe(sentences, epochs=epochs, progress=False, threads=threads))
+
+    bilm = elmo.pretrained("cpu")
+    elmo_sentences = sentences[:2000]
+    per_sentence = sum(map(len, elmo_sentences)) / len(elmo_sentences)
+
+    def elmo_loop(threads):
+        steps = max(2, round(seconds * 1.5))
+        config = TrainConfig(steps=steps, warmup_steps=1, threads=threads)
+        model = copy.deepcopy(bilm)
+        return timed(steps * 32 * per_sentence, lambda: elmo.train(model, elmo_sentences, config, batch_size=32))
+
+    causal = gpt.pretrained("cpu")
+    ids = torch.randint(0, causal.config.vocab_size, (16, 64))
+
+    def gpt_loop(threads):
+        steps = max(2, round(seconds * 2))
+        config = TrainConfig(steps=steps, warmup_steps=1, threads=threads)
+        model = copy.deepcopy(causal)
+        return timed(steps * ids.numel(), lambda: train(model, [ids], lambda m, b: m.loss(b), config, "cpu"))
+
+    masked = bert.pretrained("cpu")
+    instances = create_pretraining_instances(tokenize_documents(masked.tokenizer, documents[:300]), 64, seed=0)
+
+    def bert_loop(threads):
+        steps = max(2, round(seconds * 5))
+        train_config = TrainConfig(steps=steps, warmup_steps=1, threads=threads)
+        config = PretrainConfig(train=train_config, batch_size=16, eval_every=0)
+        model = copy.deepcopy(masked)
+        return timed(steps * 16 * 64, lambda: pretrain(model, instances, masked.tokenizer, config, device="cpu"))
+
+    def finetune_loop(threads):
+        steps = max(2, round(seconds * 6))
+        config = ft.FinetuneConfig(n_train=160, n_test=16, steps=steps, threads=threads)
+        return timed(steps, lambda: ft.finetune("sentiment", masked.bert, config, device="cpu"))
+
+    return {
+        "word2vec (skip-gram)": ("words/s", word2vec),
+        "GloVe": ("words/s", glove),
+        "ELMo biLM": ("words/s", elmo_loop),
+        "GPT": ("tokens/s", gpt_loop),
+        "BERT pre-training": ("tokens/s", bert_loop),
+        "fine-tuning (sentiment)": ("steps/s", finetune_loop),
+    }
+
+
+def rate(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.2f}"
+
+
+def loops_under_load(seconds: float, names: list[str] | None) -> None:
+    """Each loop alone, then at once beside a busy neighbour, with the library's threads and with torch's."""
+    every_core = torch.get_num_threads()
+    print(f"torch {torch.__version__}, {len(os.sched_getaffinity(0))} cores, torch default {every_core} threads")
+    print(f"start: {load()}", flush=True)
+    chosen = []  # the thread counts the loops ran on: device.cpu_threads' answers, recorded
+    choose = device.cpu_threads
+    device.cpu_threads = lambda threads=None: chosen.append(choose(threads)) or chosen[-1]
+    rows = []
+    for name, (unit, run) in training_loops(seconds).items():
+        if names and name not in names:
+            continue
+        run(1)  # warm-up: first calls, lazy initialisation, the word2vec kernel's loading
+        for label, threads in [("library default", None), (f"torch default ({every_core})", every_core)]:
+            speed = {}
+            for busy in (False, True):
+                chosen.clear()
+                with busy_neighbour(busy):
+                    units, took = run(threads)
+                speed[busy] = units / took
+                where = "busy" if busy else "alone"
+                print(f"{name}, {label}, {where}: {chosen} threads, {rate(speed[busy])} {unit}, {took:.1f} s; {load()}")
+            rows.append((name, label, unit, speed[False], speed[True]))
+    device.cpu_threads = choose
+    print(f"end: {load()}\n")
+    print("| loop | threads | alone | busy neighbour | busy / alone |")
+    print("|---|---|---|---|---|")
+    for name, label, unit, alone, busy in rows:
+        print(f"| {name} | {label} | {rate(alone)} {unit} | {rate(busy)} {unit} | {busy / alone:.2f} |")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
@@ -109,7 +224,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, nargs="+", help="thread counts (default: 1, torch's, cpu_threads())")
     parser.add_argument("--models", nargs="+", choices=["GPT", "BERT"], default=["GPT", "BERT"])
     parser.add_argument("--compile", action="store_true", help="also ours with torch.compile'd loss (minutes)")
+    parser.add_argument("--loops", action="store_true", help="each training loop alone and beside a busy process")
+    parser.add_argument("--seconds", type=float, default=2.0, help="--loops: about how long a run takes alone")
+    parser.add_argument("--only", nargs="+", help="--loops: these loops only (names as printed)")
     args = parser.parse_args(argv)
+    if args.loops:
+        return loops_under_load(args.seconds, args.only)
     default_threads = torch.get_num_threads()
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {len(os.sched_getaffinity(0))} cores, torch default {default_threads} threads")

@@ -125,35 +125,102 @@ def test_progress_bars_show_interactively_and_hide_in_the_book_build():
     assert "show=" not in book_build, f"TQDM_DISABLE=1 did not silence the bars: {book_build!r}"
 
 
-def test_training_threads_default_to_idle_cores_and_give_back_the_callers_count(monkeypatch):
+@pytest.fixture
+def fake_machine(monkeypatch):
+    """Four cores this process may run on, none busy, no thread setting from the user, torch's default of four
+    threads; the test changes what it needs. torch's own count comes back at the end."""
     from word2bert import device
 
-    monkeypatch.delenv("W2B_THREADS", raising=False)
-    cores = len(os.sched_getaffinity(0))
+    for name in ("W2B_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    machine = {"cores": 4, "busy": 0.0}
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)))
+    monkeypatch.setattr(device.joblib, "cpu_count", lambda: machine["cores"])  # affinity and cgroup quota
+    monkeypatch.setattr(device, "_busy_cores", lambda cpus: machine["busy"])
     previous = torch.get_num_threads()
-    try:
-        torch.set_num_threads(max(cores, 2))
-        monkeypatch.setattr(device, "_busy_cores", lambda cpus: 0.0)
-        assert device.cpu_threads() == cores, "a quiet machine: one thread per core this process may use"
-        monkeypatch.setattr(device, "_busy_cores", lambda cpus: float(len(cpus)))
-        assert device.cpu_threads() == 1, "every core busy: one thread, never zero, never a collapse"
-        monkeypatch.setattr(device, "_busy_cores", lambda cpus: len(cpus) - 1.2)
-        assert device.cpu_threads() == min(cores, 1 + round(0.2))
-        assert device.cpu_threads(3) == 3, "the caller's count wins"
-        monkeypatch.setenv("W2B_THREADS", "2")
-        assert device.cpu_threads() == 2, "W2B_THREADS wins over the default"
-        monkeypatch.delenv("W2B_THREADS")
-        torch.set_num_threads(1)  # OMP_NUM_THREADS=1 or torch.set_num_threads(1): a cap the default keeps
-        monkeypatch.setattr(device, "_busy_cores", lambda cpus: 0.0)
-        assert device.cpu_threads() == 1
-        seen = []
-        with device.training_threads(torch.device("cpu"), 2) as n:
-            seen.append((n, torch.get_num_threads()))
-        assert seen == [(2, 2)] and torch.get_num_threads() == 1, "the caller's thread count must come back"
-        with device.training_threads(torch.device("meta"), 5) as n:  # another device: torch's threads untouched
-            assert n == torch.get_num_threads() == 1
-    finally:
-        torch.set_num_threads(previous)
+    torch.set_num_threads(4)
+    yield machine
+    torch.set_num_threads(previous)
+
+
+def test_the_default_is_one_thread_per_idle_core_this_process_may_use(fake_machine):
+    from word2bert.device import cpu_threads
+
+    assert cpu_threads() == 4, "a quiet machine: one thread per core"
+    fake_machine["busy"] = 1.2
+    assert cpu_threads() == 3, "1.2 cores busy: 2.8 idle, rounded"
+    fake_machine["busy"] = 3.6
+    assert cpu_threads() == 1
+    fake_machine["busy"] = 7.0
+    assert cpu_threads() == 1, "every core busy: one thread, never zero"
+    fake_machine.update(busy=0.0, cores=2)
+    assert cpu_threads() == 2, "a cgroup quota of two CPUs (a container's --cpus 2): two threads, not four"
+    fake_machine["cores"] = 4
+    torch.set_num_threads(2)
+    assert cpu_threads() == 2, "torch.set_num_threads lowers the default"
+
+
+def test_the_user_overrides_the_default(fake_machine, monkeypatch):
+    from word2bert.device import cpu_threads
+
+    fake_machine["busy"] = 4.0  # the default would say 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    torch.set_num_threads(3)  # what torch read from OMP_NUM_THREADS at start-up
+    assert cpu_threads() == 3, "the user's OMP_NUM_THREADS wins over the default"
+    monkeypatch.setenv("W2B_THREADS", "2")
+    assert cpu_threads() == 2, "W2B_THREADS wins over OMP_NUM_THREADS"
+    assert cpu_threads(5) == 5, "the loop's argument (or TrainConfig.threads) wins over both"
+
+
+def test_a_loop_runs_on_its_threads_and_gives_back_the_callers_count(fake_machine):
+    from word2bert import device
+
+    torch.set_num_threads(1)
+    with device.training_threads(torch.device("cpu"), 2) as n:
+        assert n == torch.get_num_threads() == 2
+    assert torch.get_num_threads() == 1, "the caller's thread count must come back"
+    with pytest.raises(RuntimeError), device.training_threads(torch.device("cpu"), 3):
+        raise RuntimeError("a loop that fails")
+    assert torch.get_num_threads() == 1, "... also when the loop fails"
+    with device.training_threads(torch.device("meta"), 5) as n:  # another device: torch's threads untouched
+        assert n == torch.get_num_threads() == 1
+
+    seen = []
+    model = nn.Linear(2, 1)
+
+    def loss_fn(m, batch):
+        seen.append(torch.get_num_threads())
+        return m(batch).pow(2).mean()
+
+    train(model, [torch.ones(3, 2)], loss_fn, TrainConfig(steps=2, warmup_steps=1, threads=3), "cpu", progress=False)
+    assert seen == [3, 3] and torch.get_num_threads() == 1, "training.train: TrainConfig.threads, then given back"
+
+
+def test_finetuning_passes_its_threads_to_the_loop(monkeypatch):
+    from word2bert import bert, finetune
+    from word2bert.wordpiece import WordPieceTokenizer
+
+    class Stop(Exception):
+        pass
+
+    def loop(model, batches, loss_fn, config, *args, **kwargs):
+        raise Stop(config.threads)
+
+    monkeypatch.setattr(finetune, "train", loop)
+    tokenizer = WordPieceTokenizer.train(["the cat sat on the mat"], 40, min_frequency=1, progress=False)
+    encoder = bert.Bert(
+        bert.BertConfig(
+            vocab_size=len(tokenizer.vocab),
+            hidden_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=16,
+        ),
+        tokenizer,
+    )
+    with pytest.raises(Stop) as stopped:
+        finetune.finetune("sentiment", encoder, finetune.FinetuneConfig(n_train=4, n_test=4, threads=2))
+    assert stopped.value.args == (2,)
 
 
 def test_busy_cores_sees_processes_that_keep_the_cores_busy():

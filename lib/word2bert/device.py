@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Iterator
 
+import joblib
 import torch
 
 
@@ -63,9 +64,13 @@ def _busy_cores(cpus: set[int], seconds: float = 0.1) -> float:
 
 
 def cpu_threads(threads: int | None = None) -> int:
-    """The intra-op thread count for a CPU training loop: ``threads`` if given, else ``$W2B_THREADS``, else one per
-    core this process may run on (``os.sched_getaffinity``) that no other process keeps busy, at most torch's own
-    setting (``torch.set_num_threads``, ``OMP_NUM_THREADS``) and at least one.
+    """The intra-op thread count for a CPU training loop. The first of these that is set wins: ``threads`` (the
+    loop's argument or ``TrainConfig.threads``), ``$W2B_THREADS``, ``$OMP_NUM_THREADS`` (torch's own setting, which
+    torch already holds); else one per core this process may use that no other process keeps busy, at most torch's
+    thread count (``torch.set_num_threads`` lowers it) and at least one.
+
+    The cores this process may use are joblib's count: its CPU affinity (``os.sched_getaffinity``) and its cgroup's
+    CPU quota (a container's ``--cpus``); the busy ones are measured over 0.1 s (``_busy_cores``).
 
     Why not all the cores: torch's threads meet at the end of every operator, so one thread that waits for a core
     holds up the others. On two cores beside two busy processes, two threads trained word2vec and ELMo 10-60 times
@@ -74,10 +79,12 @@ def cpu_threads(threads: int | None = None) -> int:
     forced = threads or int(os.environ.get("W2B_THREADS") or 0)
     if forced > 0:
         return forced
-    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
-    most = min(len(cpus), torch.get_num_threads())
+    if os.environ.get("OMP_NUM_THREADS"):
+        return torch.get_num_threads()
+    most = min(joblib.cpu_count(), torch.get_num_threads())
     if most <= 1:
         return 1
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
     return max(1, min(most, round(len(cpus) - _busy_cores(cpus))))
 
 

@@ -162,6 +162,7 @@ class FinetuneConfig:
     max_length: int = 128
     max_answer_len: int = 4
     test_split: str = "heldout"  # "heldout" templates, or "unseen" examples of the training templates
+    threads: int | None = None  # torch threads on a CPU while training; None: device.cpu_threads() picks them
 
 
 @dataclass
@@ -239,6 +240,7 @@ def finetune(
         lr=config.feature_lr if config.feature_based else config.lr,
         warmup_steps=max(1, int(config.warmup_fraction * config.steps)),
         schedule="linear",
+        threads=config.threads,
     )
 
     def loss_fn(m: FineTuner, batch: dict) -> torch.Tensor:

@@ -71,6 +71,7 @@ class TrainConfig:
     warmup_steps: int = 100
     schedule: str = "cosine"  # "cosine" (GPT) or "linear" (BERT)
     grad_clip: float = 1.0
+    threads: int | None = None  # torch threads on a CPU; None: device.cpu_threads() picks them
 
 
 def make_optimizer(model: nn.Module, config: TrainConfig) -> tuple[torch.optim.AdamW, Any]:
@@ -138,21 +139,20 @@ def train(
     desc: str = "training",
     callbacks: Sequence[Callable[[int, float], None]] = (),
     progress: bool = True,
-    threads: int | None = None,
 ) -> list[float]:
     """Train for ``config.steps`` updates, cycling over ``batches`` (e.g. a DataLoader) as often as needed.
 
     ``loss_fn(model, batch)`` returns the scalar loss. After every update each of ``callbacks`` is called with the
     step (from 1) and its loss, as minGPT's trainer calls its ``on_batch_end`` callbacks: this is how pre-training
     evaluates and saves checkpoints without a loop of its own. Returns the loss of every step. On a CPU the loop
-    runs on ``threads`` torch threads, by default as many as there are idle cores (``device.cpu_threads``).
+    runs on ``config.threads`` torch threads, by default as many as there are idle cores (``device.cpu_threads``).
     """
     device = resolve(device)
     model.to(device)
     optimizer, scheduler = make_optimizer(model, config)
     history: list[float] = []
     stream = _cycle(batches)
-    with training_threads(device, threads), progress_bar(total=config.steps, desc=desc, show=progress) as bar:
+    with training_threads(device, config.threads), progress_bar(total=config.steps, desc=desc, show=progress) as bar:
         for step, batch in enumerate(itertools.islice(stream, config.steps), start=1):
             batch = to_device(batch, device)
             history.append(train_step(model, batch, loss_fn, optimizer, scheduler, config.grad_clip))

@@ -150,7 +150,9 @@ def main(argv: list[str] | None = None) -> dict:
         held_out = create_pretraining_instances(eval_ids, length, args.seed)
         warmup_steps = args.warmup_steps if i == 0 else max(1, steps // 10)
         train_config = PretrainConfig(
-            train=TrainConfig(steps=steps, lr=args.lr, warmup_steps=warmup_steps, schedule="linear"),
+            train=TrainConfig(
+                steps=steps, lr=args.lr, warmup_steps=warmup_steps, schedule="linear", threads=args.threads
+            ),
             batch_size=args.batch_size,
             whole_word_mask=args.whole_word_mask,
             eval_every=args.eval_every,

@@ -69,7 +69,9 @@ def pretrain_encoder(
         instances = create_pretraining_instances(train_ids, length, seed + i, objective=objective)
         warmup_steps = args.warmup_steps if i == 0 else max(1, steps // 10)
         train_config = PretrainConfig(
-            train=TrainConfig(steps=steps, lr=args.lr, warmup_steps=warmup_steps, schedule="linear"),
+            train=TrainConfig(
+                steps=steps, lr=args.lr, warmup_steps=warmup_steps, schedule="linear", threads=args.threads
+            ),
             batch_size=args.batch_size,
             mlm_probability=word.mlm_probability,
             eval_every=0,

@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
     model = BiLM(config, vocab).to(device)
     steps_per_epoch = (len(sentences) + args.batch_size - 1) // args.batch_size
     train_config = TrainConfig(
+        threads=args.threads,
         steps=max(1, round(args.epochs * steps_per_epoch)),
         lr=args.lr,
         weight_decay=0.0,

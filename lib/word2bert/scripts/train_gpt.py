@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     model = GPT(config, tokenizer)
     train_config = TrainConfig(
+        threads=args.threads,
         steps=args.steps,
         lr=args.lr,
         weight_decay=args.weight_decay,

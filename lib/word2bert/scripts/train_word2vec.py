@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> KeyedVectors:
         epochs=args.epochs,
         seed=args.seed,
         device="cpu",
+        threads=args.threads,
     )
     minutes = (time.perf_counter() - start) / 60
     model.wv.save(args.out, dtype=torch.float16)
