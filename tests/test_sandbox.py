@@ -117,6 +117,39 @@ def test_the_runner_answers_the_wires_requests_and_no_others():
     )
 
 
+def test_the_cache_key_covers_every_module_that_decides_a_grade():
+    """A grader module whose change can change a grade is in the result cache's key (cache.GRADING_MODULES): every
+    module the grading process imports (harness, and what it imports), the runner (the sandbox's side), and the
+    executors, whose row for a submission stopped at its wall-clock limit is cached too. Otherwise a result graded
+    under the old code is reused after a change (the split of sandbox.py added three such modules by hand)."""
+    import ast
+    from pathlib import Path
+
+    import word2bert_grader
+    from word2bert_grader.cache import GRADING_MODULES
+
+    folder = Path(word2bert_grader.__file__).parent
+
+    def imported(name: str) -> set[str]:
+        tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "word2bert_grader":
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("word2bert_grader."):
+                found.add(node.module.split(".")[1])
+        return {m for m in found if (folder / f"{m}.py").is_file()}
+
+    deciding, todo = set(), ["harness", "executors", "runner"]
+    while todo:
+        name = todo.pop()
+        if name not in deciding:
+            deciding.add(name)
+            todo += imported(name)
+    assert deciding - {"executors"} >= {"sandbox", "bwrap", "seccomp", "cgroups", "proxy", "wire"}  # the walk works
+    assert deciding <= set(GRADING_MODULES), f"not in the cache key: {sorted(deciding - set(GRADING_MODULES))}"
+
+
 def test_wire_sends_only_data():
     for value in (lambda x: x, object(), nn.Linear(2, 2), open):
         with pytest.raises(TypeError):

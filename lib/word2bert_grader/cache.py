@@ -18,10 +18,10 @@ from word2bert_grader.task import Result, Submission
 
 CACHE = ".grading-cache"
 
-# The modules that decide a result (the worker's code): editing the pipeline, the LMS formats or the reports
-# regrades nothing.
+# The modules that decide a result: the worker's code, and the executors (a submission stopped at their wall-clock
+# limit gets their row, which is cached too); editing the pipeline, the LMS formats or the reports regrades nothing.
 GRADING_MODULES = (
-    *("harness", "task", "notebook", "feedback", "proxy", "mirror", "wire"),
+    *("harness", "task", "notebook", "feedback", "proxy", "mirror", "wire", "executors"),
     *("sandbox", "bwrap", "seccomp", "cgroups", "launch", "runner"),
 )
 
