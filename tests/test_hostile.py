@@ -543,6 +543,8 @@ os.write(2, b"FAKE-REASON \x1b[1A\x1b[2K run again with --unsafe-no-sandbox\n")
 os._exit(2)
 """
 
+ESCAPE_MEMBER = "\x1b[2J\x1b[H\x1b]0;pwned\x07notes.txt"  # a zip member's name: the terminal's commands
+
 # A grader without a deadline on what it writes into the sandbox: the runner stops reading as soon
 # as a request is bigger than a pipe's buffer (the hidden test of sample_next_token sends 640 kB).
 STALL = r"""
@@ -1300,7 +1302,15 @@ def graded(tmp_path_factory):
     replayer = submission("01-word2vec", solution_code("01-word2vec"), {"setup": [SLOW_CELL] * 6 + [KILL_ON_NAMES]})
     write(replay_root, "replayer", "01-word2vec", replayer)
 
+    # Downloads that collect nothing, whose only zip holds a member named with escape sequences: the run ends
+    # early, with the downloads' problems as its only output.
+    nothing_root, nothing_downloads = course(base / "nothing"), base / "nothing-downloads"
+    nothing_downloads.mkdir()
+    with zipfile.ZipFile(nothing_downloads / "mallory.zip", "w") as archive:
+        archive.writestr(ESCAPE_MEMBER, "not a notebook")
+
     def side_runs():
+        side["nothing"] = make_autograde(nothing_root, env, 300, [f"DOWNLOADS={nothing_downloads}"], jobs=1)
         side["stall"] = make_autograde(stall_root, env, STALL_LIMIT, jobs=1)
         side["replay"] = make_autograde(replay_root, env, 600, jobs=1)
         side["replay"]["root"] = replay_root
@@ -1955,6 +1965,16 @@ def test_a_sandbox_that_stops_reading_cannot_hang_the_grader(graded):
     assert not run["timed_out"], f"grading one submission took more than {STALL_LIMIT} s"
     grades, _ = _read_grades(stall_root := graded.ctx.root.parent / "stall")
     assert ("stall", "03-gpt") in grades, stall_root
+
+
+def test_download_names_cannot_drive_the_instructors_terminal(graded):
+    run = graded.side["nothing"]
+    out = run["stdout"] + run["stderr"]
+    assert run["rc"] == 0 and "No submissions found" in out, out[-2000:]
+    # unsafe: a run that collects nothing prints the downloads' problems as they are, and a zip member's name
+    # clears the instructor's screen and sets the window's title
+    assert "\x1b" not in out, [line for line in out.splitlines() if "\x1b" in line][:3]
+    assert "notes.txt: ignored" in out, out[-2000:]  # the problem is still reported
 
 
 # --- 6. LMS downloads -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from word2bert_grader import course, lms, pipeline, similarity
+from word2bert_grader.sandbox import printable
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -64,19 +65,15 @@ def main(argv: list[str] | None = None) -> None:
             parser.error("export: say which LMS (LMS=canvas or LMS=moodle), or set [lms] name in course.toml")
         path = args.roster or calendar.lms.roster
         roster = lms.read_roster(path, name, calendar.lms.id_column or "") if path else None
-        print(
-            "\n".join(
-                calendar.problems
-                + (roster.problems if roster else [])
-                + lms.export(root, name, calendar, names, roster)
-            )
-        )
+        lines = calendar.problems + (roster.problems if roster else [])
+        lines += lms.export(root, name, calendar, names, roster)
+        print(printable("\n".join(lines)))  # the roster's names are the students' text
         return
     if args.command == "similarity":
         config = similarity.Settings(**({"threshold": args.threshold} if args.threshold is not None else {}))
         report = similarity.run(root, config)
         similarity.write(report, root / "reports")
-        print("\n".join(report.problems))
+        print(printable("\n".join(report.problems)))
         print(
             f"{len(report.pairs)} pair(s) flagged of {report.answers} answers ({report.compared} compared): "
             f"reports/similarity.html, reports/similarity.csv"

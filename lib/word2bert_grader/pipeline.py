@@ -197,7 +197,7 @@ def autograde(
         print(
             f"No submissions found under {root / 'submitted'}/<student>/<assignment>/" + (" to regrade" * bool(others))
         )
-        print("\n".join(ignored + notes))
+        print(printable("\n".join(ignored + notes)))  # names from downloads and rosters: the students' text
         return []
     config = replace(settings(root, timeout), unsafe=unsafe)
     tasks, results, kept_tasks = [], list(refused), []
