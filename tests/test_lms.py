@@ -157,6 +157,50 @@ def test_canvas_downloads_are_collected_under_the_rosters_ids_and_nothing_is_los
     assert sorted(p.name for p in (tmp_path / "submitted").iterdir()) == ["ada", "jmuller"]
 
 
+@pytest.mark.parametrize(
+    "lms_name, roster_file, column, honest, upload, forged",
+    [
+        pytest.param(
+            "canvas",
+            "canvas/gradebook-export.csv",
+            "SIS Login ID",
+            f"lovelaceada_1001_5001_{A}.ipynb",
+            "hoppergrace_1004_6001_work.zip",
+            f"lovelaceada_1001_99999_{A}.ipynb",  # a newer upload of Ada's, by its attachment id
+            id="canvas",
+        ),
+        pytest.param(
+            "moodle",
+            "moodle/grades-export.csv",
+            "ID number",
+            f"Ada Lovelace_4242_assignsubmission_file_{A}.ipynb",
+            "Grace Hopper_4245_assignsubmission_file_work.zip",
+            f"Ada Lovelace_4242_assignsubmission_file_/{A}.ipynb",  # another notebook of Ada's: a conflict
+            id="moodle",
+        ),
+    ],
+)
+def test_a_students_uploaded_zip_names_no_other_student(
+    tmp_path, lms_name, roster_file, column, honest, upload, forged
+):
+    """An unpacked download holds what students uploaded as it is: a zip of a student's own is not the LMS's zip,
+    and the names inside it are the student's, not the LMS's."""
+    folder = tmp_path / "downloads" / A
+    folder.mkdir(parents=True)
+    (folder / honest).write_bytes(nb("ada's own work"))
+    with zipfile.ZipFile(folder / upload, "w") as archive:
+        archive.writestr(forged, nb("grace's forgery"))
+    roster = lms.read_roster(FIXTURES / roster_file, lms_name, column)
+    collected, problems = lms.collect(
+        tmp_path / "downloads", tmp_path / "submitted", ASSIGNMENTS, lms_name, roster, calendar(tmp_path)
+    )
+    # unsafe: Grace's member, named as the LMS names Ada's files, replaces Ada's notebook (Canvas: the larger
+    # attachment id wins) or leaves her with a conflict and no grade (Moodle)
+    assert [(c.student, c.source) for c in collected] == [("ada", f"{A}/{honest}")], problems
+    assert (tmp_path / "submitted" / "ada" / A / f"{A}.ipynb").read_bytes() == nb("ada's own work")
+    assert problems_by_source(problems)[f"{A}/{upload}"] == "ignored: a student's uploaded zip (not opened)"
+
+
 def moodle_downloads(tmp_path: Path, worksheet: bool) -> Path:
     folder = tmp_path / "downloads" / A
     folder.mkdir(parents=True)

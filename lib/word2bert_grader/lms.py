@@ -26,7 +26,9 @@ gave for that assignment, its zip as downloaded or unpacked (or both: identical 
 The student comes from the LMS's identifiers only, never from a file's content. The safety rules of
 :mod:`word2bert_grader.downloads` hold here too: nothing is extracted, paths that could escape, links,
 encrypted and oversized members (counted as they decompress) are refused, zips inside the download are not
-opened, and one bad file never stops the others. Several notebooks for one student: those named for the
+opened, nor is a zip the LMS names as a student's file (a student's upload, in an unpacked download: the names
+inside it are the student's, and would be read as the LMS's names of another student's files), and one bad file
+never stops the others. Several notebooks for one student: those named for the
 assignment (``<assignment>.ipynb``, with Canvas's ``-1`` suffixes) count; of those, Canvas's newest upload (the
 largest attachment id) wins. Copies with the same bytes are one. Notebooks that cannot be told apart are a
 conflict: none is collected, and the student gets a failed row that says so. A file whose owner is on no

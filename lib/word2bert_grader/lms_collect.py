@@ -18,7 +18,7 @@ from word2bert_grader import filing
 from word2bert_grader.course import Course
 from word2bert_grader.deadlines import LMS_RECORD, TIMESTAMP
 from word2bert_grader.filing import Collected, Problem
-from word2bert_grader.lms_formats import Entry, Found, canvas_notebooks, moodle_notebooks
+from word2bert_grader.lms_formats import Entry, Found, canvas_notebooks, moodle_notebooks, parse_canvas, parse_moodle
 from word2bert_grader.lms_roster import Roster
 
 MAX_DEPTH = 4  # folders below an assignment's download folder
@@ -42,7 +42,8 @@ def collect(
         if path.name not in names or path.is_symlink() or not path.is_dir():
             problems.append(Problem(path.name, f"ignored: not a folder named after an assignment ({', '.join(names)})"))
             continue
-        entries, trouble = _entries(path, path.name, max_member_bytes, course)
+        parse = parse_canvas if lms == "canvas" else parse_moodle
+        entries, trouble = _entries(path, path.name, max_member_bytes, course, parse)
         problems += trouble
         reader = canvas_notebooks if lms == "canvas" else moodle_notebooks
         more, trouble = reader(path.name, entries, roster, course, path)
@@ -72,9 +73,11 @@ def collect(
     return sorted(collected, key=lambda c: (c.student, c.assignment)), problems
 
 
-def _entries(folder: Path, shown: str, cap: int, course: Course) -> tuple[list[Entry], list[Problem]]:
+def _entries(folder: Path, shown: str, cap: int, course: Course, parse) -> tuple[list[Entry], list[Problem]]:
     """Every file of one assignment's download: plain files (in folders, to MAX_DEPTH) and the members of the
-    zips at its top; never following a link, never opening a zip inside a zip."""
+    LMS's zips at its top; never following a link, never opening a zip inside a zip, nor a student's own zip (one
+    that the LMS's name ``parse`` gives an owner: a student's upload, in an unpacked download), whose members' names
+    the student chose and would be read as the LMS's, another student's included."""
     entries: list[Entry] = []
     problems: list[Problem] = []
 
@@ -96,7 +99,9 @@ def _entries(folder: Path, shown: str, cap: int, course: Course) -> tuple[list[E
             elif not stat.S_ISREG(mode):
                 problems.append(Problem(source, "refused: not a regular file"))
             elif child.name.lower().endswith(".zip"):
-                if depth == 0:
+                if depth == 0 and parse(name) is not None:
+                    problems.append(Problem(source, "ignored: a student's uploaded zip (not opened)"))
+                elif depth == 0:
                     more, trouble = _zip_entries(child, source, cap, course)
                     entries.extend(more)
                     problems.extend(trouble)
