@@ -201,6 +201,32 @@ def test_a_students_uploaded_zip_names_no_other_student(
     assert problems_by_source(problems)[f"{A}/{upload}"] == "ignored: a student's uploaded zip (not opened)"
 
 
+def test_a_students_uploaded_csv_is_no_grading_worksheet(tmp_path):
+    """Moodle's flat download (no folder per participant), unpacked: a CSV a student uploaded lies at the top of the
+    folder beside the grading worksheet, under the name Moodle gives that student's files."""
+    folder = tmp_path / "downloads" / A
+    folder.mkdir(parents=True)
+    (folder / "Grades-course-01-word2vec-77.csv").write_bytes(
+        (FIXTURES / "moodle" / "grading-worksheet.csv").read_bytes()
+    )
+    (folder / f"Ada Lovelace_4242_assignsubmission_file_{A}.ipynb").write_bytes(nb("ada's own work"))
+    upload = "Jürgen Müller_4243_assignsubmission_file_notes.csv"  # read after Moodle's worksheet, name by name
+    (folder / upload).write_text(
+        "Identifier,Full name,Email address,Last modified (submission)\n"
+        '"Participant 4242",Jürgen Müller,jurgen@example.com,"Thursday, 1 January 2026, 10:00 AM"\n',
+        encoding="utf-8",
+    )
+    roster = lms.read_roster(FIXTURES / "moodle" / "grades-export.csv", "moodle", "ID number")
+    collected, problems = lms.collect(
+        tmp_path / "downloads", tmp_path / "submitted", ASSIGNMENTS, "moodle", roster, calendar(tmp_path)
+    )
+    # unsafe: Jürgen's row for Ada's participant id gives him her notebook, with a submission time of his choosing
+    assert [c.student for c in collected] == ["ada"], problems
+    stamp = (tmp_path / "submitted" / "ada" / A / "timestamp.txt").read_text(encoding="utf-8")
+    assert stamp.startswith("2026-02-05 22:00:00"), "the time is Moodle's worksheet's"
+    assert problems_by_source(problems)[f"{A}/{upload}"].startswith("ignored: a student's uploaded file")
+
+
 def moodle_downloads(tmp_path: Path, worksheet: bool) -> Path:
     folder = tmp_path / "downloads" / A
     folder.mkdir(parents=True)

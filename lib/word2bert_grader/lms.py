@@ -20,7 +20,8 @@ gave for that assignment, its zip as downloaded or unpacked (or both: identical 
   assignsubmission_file_`` (without the last ``_`` since Moodle 4.1; or flat files with the folder's name as
   a prefix). Participant ids differ per assignment: the assignment's grading worksheet (Download grading
   worksheet, a CSV with ``Identifier``, ``Full name``, ``Email address`` and ``Last modified (submission)``),
-  put in the same folder, gives whose each is and when it was submitted; without it, the full name is looked
+  put in the same folder, gives whose each is and when it was submitted (a CSV that Moodle names as a
+  participant's file is a student's upload, never read as the worksheet); without it, the full name is looked
   up on the roster.
 
 The student comes from the LMS's identifiers only, never from a file's content. The safety rules of

@@ -169,10 +169,14 @@ class _Sheet:
 
 
 def _worksheets(folder: Path, course: Course) -> tuple[dict[str, _Sheet], list[Problem]]:
-    """Participant id -> its row of the grading worksheets (CSVs at the top of the assignment's folder)."""
+    """Participant id -> its row of the grading worksheets (CSVs at the top of the assignment's folder, but for those
+    Moodle names as a participant's file: a student's upload, in an unpacked flat download)."""
     sheets, problems = {}, []
     for path in sorted(folder.glob("*.csv")):
         shown = f"{folder.name}/{path.name}"
+        if parse_moodle(path.name) is not None:
+            problems.append(Problem(shown, "ignored: a student's uploaded file, not the grading worksheet"))
+            continue
         try:
             text = filing.read_file(path, MAX_ROSTER_BYTES).decode("utf-8-sig")
             rows = list(csv.DictReader(io.StringIO(text, newline="")))
