@@ -1310,10 +1310,10 @@ def graded(tmp_path_factory):
         archive.writestr(ESCAPE_MEMBER, "not a notebook")
 
     def side_runs():
-        side["nothing"] = make_autograde(nothing_root, env, 300, [f"DOWNLOADS={nothing_downloads}"], jobs=1)
         side["stall"] = make_autograde(stall_root, env, STALL_LIMIT, jobs=1)
         side["replay"] = make_autograde(replay_root, env, 600, jobs=1)
         side["replay"]["root"] = replay_root
+        side["nothing"] = make_autograde(nothing_root, env, 300, [f"DOWNLOADS={nothing_downloads}"], jobs=1)
 
     def gradebook_runs():
         try:
