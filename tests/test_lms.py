@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from word2bert_grader import course, deadlines, lms, lms_export
+from word2bert_grader.reports import GRADES_COLUMNS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lms"
 A = "01-word2vec"
@@ -398,18 +399,7 @@ def graded_course(tmp_path: Path) -> Path:
     """A graded course as `make autograde` leaves it, for the exports: grades.csv, feedback pages, lms.json."""
     root = tmp_path / "course"
     rows = [
-        [
-            "student",
-            "assignment",
-            "raw_score",
-            "late_penalty",
-            "score",
-            "max_score",
-            "status",
-            "reason",
-            "to_grade_by_hand",
-            "late",
-        ],
+        GRADES_COLUMNS,
         ["ada", A, "20", "0", "20", "25", "graded", "", "0", ""],
         ["jmuller", A, "18.5", "2", "16.5", "25", "graded", "", "0", "submitted ..., 1.0 hours after ..."],
         ["zed", A, "3", "0", "3", "25", "graded", "", "0", ""],

@@ -1,5 +1,6 @@
 """`pip install` of the project builds a wheel that carries the trained checkpoints."""
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -13,26 +14,11 @@ PACKAGE_FILES = ["pyproject.toml", "README.md", "LICENSE", "LICENSE-text"]
 
 
 def wheel_names(src: Path, tmp_path: Path, distribution: str) -> set[str]:
-    """The files of the wheel pip builds from ``src`` (as `make dist` builds it: no dependencies, no isolation)."""
-    out = tmp_path / "wheel"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "--quiet",
-            str(src),
-            "-w",
-            str(out),
-        ],
-        check=True,
-        cwd=tmp_path,
-    )
-    (wheel,) = out.glob(f"{distribution}-*.whl")
-    return set(zipfile.ZipFile(wheel).namelist())
+    """The files of the wheel that `make dist` would build from ``src`` (tools/dist.py's ``pip_wheel``)."""
+    spec = importlib.util.spec_from_file_location("w2b_dist", ROOT / "tools" / "dist.py")
+    dist = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dist)
+    return set(zipfile.ZipFile(dist.pip_wheel(src, tmp_path / "wheel", distribution)).namelist())
 
 
 @pytest.mark.slow

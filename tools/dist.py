@@ -57,6 +57,19 @@ def _zip_folder(folder: Path, target: Path, prefix: str, skip=lambda rel: False)
     tmp.replace(target)
 
 
+def pip_wheel(src: Path, out: Path, distribution: str) -> Path:
+    """The wheel of ``distribution`` that pip builds from ``src`` into ``out``: no dependencies, no build isolation
+    (offline: the installed setuptools)."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", str(src)]
+        + ["-w", str(out)],
+        check=True,
+        cwd=src.parent,
+    )
+    (wheel,) = out.glob(f"{distribution}-*.whl")
+    return wheel
+
+
 def build_wheel(dest: Path, root: Path = ROOT) -> Path:
     """The `word2bert` wheel, built from a copy of the sources (no build/ or egg-info left here)."""
     with tempfile.TemporaryDirectory(prefix="w2b-wheel-") as tmp:
@@ -65,24 +78,7 @@ def build_wheel(dest: Path, root: Path = ROOT) -> Path:
         for name in WHEEL_SOURCES:
             shutil.copy2(root / name, src / name)
         shutil.copytree(root / "lib" / "word2bert", src / "lib" / "word2bert", ignore=SKIP)
-        out = Path(tmp) / "wheel"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "wheel",
-                "--no-deps",
-                "--no-build-isolation",
-                "--quiet",
-                str(src),
-                "-w",
-                str(out),
-            ],
-            check=True,
-            cwd=tmp,
-        )
-        (wheel,) = out.glob("word2bert-*.whl")
+        wheel = pip_wheel(src, Path(tmp) / "wheel", "word2bert")
         dest.mkdir(parents=True, exist_ok=True)
         return Path(shutil.copy2(wheel, dest / wheel.name))
 

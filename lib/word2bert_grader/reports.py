@@ -59,6 +59,13 @@ def total(r: Result, recorded: Recorded | None = None) -> tuple[float, float, fl
     return r.score + given, r.max_score + sum(r.written.values()), 0.0 if r.failure else waiting
 
 
+# grades.csv's columns, in order (exports and instructors' scripts read them by name)
+GRADES_COLUMNS = [
+    *("student", "assignment", "raw_score", "late_penalty", "score", "max_score"),
+    *("status", "reason", "to_grade_by_hand", "late"),
+]
+
+
 def write_grades(path: Path, results: list[Result], late: dict | None = None, recorded: Recorded | None = None) -> None:
     """One row per submission: the score before and after the late penalty (``late``: (student, assignment) ->
     :class:`~word2bert_grader.deadlines.Lateness`), what failed or was handled, what waits for a hand grade
@@ -66,20 +73,7 @@ def write_grades(path: Path, results: list[Result], late: dict | None = None, re
     late = late or {}
     with open(path, "w", encoding="utf-8", newline="") as stream:
         writer = csv.writer(stream)
-        writer.writerow(
-            [
-                "student",
-                "assignment",
-                "raw_score",
-                "late_penalty",
-                "score",
-                "max_score",
-                "status",
-                "reason",
-                "to_grade_by_hand",
-                "late",
-            ]
-        )
+        writer.writerow(GRADES_COLUMNS)
         for r in sorted(results, key=lambda r: r.key):
             score, max_score, waiting = total(r, recorded)
             lateness = late.get(r.key)
