@@ -58,13 +58,18 @@ def _schema(db: Path) -> set[tuple[str, str, str]]:
 
 
 def prepare(root: Path, names: list[str], db: Path) -> None:
-    """Check ``db`` against a template built from ``solutions/`` now, then register the assignments."""
+    """Check ``db`` against an empty gradebook that nbgrader makes now, then register the assignments.
+
+    The schema is nbgrader's alone (assignments add rows, not tables), so the template needs none of them."""
+    from nbgrader.api import Gradebook
+
     with tempfile.TemporaryDirectory(prefix="word2bert-gradebook-") as tmp:
-        template = Path(tmp) / "template.db"
-        generate(root, names, template, Path(tmp) / "release")
         if db.exists():
             if db.is_symlink() or not db.is_file():
                 raise RefusedGradebook(f"{db} is not a plain file")
+            template = Path(tmp) / "template.db"
+            with Gradebook(f"sqlite:///{template}"):
+                pass
             extra = _schema(db) - _schema(template)
             if extra:
                 listed = ", ".join(sorted({f"{kind} {name}" for kind, name, _ in extra}))
