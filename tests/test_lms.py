@@ -202,6 +202,41 @@ def test_a_students_uploaded_zip_names_no_other_student(
     assert problems_by_source(problems)[f"{A}/{upload}"] == "ignored: a student's uploaded zip (not opened)"
 
 
+@pytest.mark.parametrize(
+    "forged",
+    [
+        # Jürgen (1002) renamed himself "lovelaceada_1001_99999": Canvas reads Ada's ids first, and the larger
+        # attachment id would make it her newest upload
+        pytest.param(f"lovelaceada_1001_99999_1002_6001_{A}.ipynb", id="display-name"),
+        pytest.param(f"lovelaceada_1001_1002_6001_{A}.ipynb", id="display-name-ending-in-digits"),
+        # the same ids in the name of the file he uploaded
+        pytest.param(f"müllerjürgen_1002_6001_x_1001_99999_{A}.ipynb", id="file-name"),
+        # Grace (1004) is on no roster row: her own reading has no owner, Ada's has one
+        pytest.param(f"lovelaceada_1001_99999_1004_6002_{A}.ipynb", id="off-roster"),
+    ],
+)
+def test_a_canvas_name_holding_another_users_ids_gives_no_one_a_notebook(tmp_path, forged):
+    """A Canvas name is ``<name>_<user id>_<attachment id>_<file>``, and the name and the file's name are the
+    student's own: one that reads as two users is collected for neither, and said so."""
+    folder = tmp_path / "downloads" / A
+    folder.mkdir(parents=True)
+    honest = f"lovelaceada_1001_5001_{A}.ipynb"
+    (folder / honest).write_bytes(nb("ada's own work"))
+    (folder / forged).write_bytes(nb("a forgery"))
+    roster = lms.read_roster(FIXTURES / "canvas" / "gradebook-export.csv", "canvas", "SIS Login ID")
+    for roster_or_none in (roster, None):
+        out = tmp_path / ("submitted" if roster_or_none else "submitted-without-roster")
+        collected, problems = lms.collect(
+            tmp_path / "downloads", out, ASSIGNMENTS, "canvas", roster_or_none, calendar(tmp_path)
+        )
+        # unsafe: the forgery is collected as Ada's newest upload (its attachment id is larger) and replaces hers
+        assert [c.source for c in collected] == [f"{A}/{honest}"], problems
+        ada = "ada" if roster_or_none else "canvas-1001"
+        assert (out / ada / A / f"{A}.ipynb").read_bytes() == nb("ada's own work")
+        reason = problems_by_source(problems)[f"{A}/{forged}"]
+        assert reason.startswith("not collected: the name reads as Canvas users 1001 and "), reason
+
+
 def test_a_students_uploaded_csv_is_no_grading_worksheet(tmp_path):
     """Moodle's flat download (no folder per participant), unpacked: a CSV a student uploaded lies at the top of the
     folder beside the grading worksheet, under the name Moodle gives that student's files."""

@@ -81,10 +81,12 @@ class CanvasName:
     file: str  # the file's name as uploaded (with Canvas's "-1" for a re-upload)
 
 
-def parse_canvas(base: str) -> CanvasName | None:
-    """A Canvas download name (``lib/content_zipper.rb``: ``[name, "LATE", user id].join("_")``, then
-    ``_<attachment id>_<file>``); the ids are the first two all-digit fields, as Canvas reads them back."""
-    parts = base.split("_")
+def canvas_readings(base: str) -> list[CanvasName]:
+    """Every way to read ``base`` as a Canvas download name (``lib/content_zipper.rb``: ``[name, "LATE", user
+    id].join("_")``, then ``_<attachment id>_<file>``): one per place where two all-digit fields stand. Canvas reads
+    the first back; but the name part is the student's own (a display name of ``eve_1001_99999``) and so is the
+    file's, so an honest name has one reading and a name that reads as two users is no evidence of either."""
+    parts, readings = base.split("_"), []
     for i in range(len(parts) - 2):
         anonymous = parts[i] == "anon" and i + 3 < len(parts) and parts[i + 2].isascii() and parts[i + 2].isdigit()
         if anonymous or (all_digits(parts[i]) and all_digits(parts[i + 1])):
@@ -93,8 +95,15 @@ def parse_canvas(base: str) -> CanvasName | None:
             rest = "_".join(parts[i + (3 if anonymous else 2) :])
             name = parts[:i]
             late = bool(name) and name[-1] == "LATE"
-            return CanvasName("_".join(name[:-1] if late else name), late, user, attachment, rest) if rest else None
-    return None
+            if rest:
+                readings.append(CanvasName("_".join(name[:-1] if late else name), late, user, attachment, rest))
+    return readings
+
+
+def parse_canvas(base: str) -> CanvasName | None:
+    """A Canvas download name read as Canvas reads it back: its first reading (:func:`canvas_readings`)."""
+    readings = canvas_readings(base)
+    return readings[0] if readings else None
 
 
 def all_digits(text: str) -> bool:
@@ -107,16 +116,29 @@ def canvas_notebooks(
     found, problems = [], []
     for entry in entries:
         base = entry.name.rsplit("/", 1)[-1]
-        parsed = parse_canvas(base)
-        if parsed is None:
+        readings = canvas_readings(base)
+        if not readings:
             problems.append(Problem(entry.source, "ignored: not named as Canvas names downloads (name_ID_ID_file)"))
             continue
+        parsed = readings[0]
         if not parsed.file.endswith(".ipynb"):
             problems.append(Problem(entry.source, "ignored: not a notebook"))
             continue
         if parsed.user.startswith("anon_"):
             problems.append(
                 Problem(entry.source, "not collected: anonymous grading hides whose it is (kept in the downloads)")
+            )
+            continue
+        # A name that reads as two users holds another user's ids in a part of the student's choosing (a display
+        # name, a file name): whoever is on the roster, neither reading can be trusted.
+        users = sorted({r.user for r in readings if not r.user.startswith("anon_")})
+        if len(users) > 1:
+            problems.append(
+                Problem(
+                    entry.source,
+                    f"not collected: the name reads as Canvas users {' and '.join(users)} (a display name or a file "
+                    "name holding another user's ids; kept in the downloads: grade it by hand)",
+                )
             )
             continue
         if roster is None or not roster.people:
