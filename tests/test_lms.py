@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from word2bert_grader import course, deadlines, lms, lms_export
+from word2bert_grader import course, deadlines, lms, lms_collect, lms_export
 from word2bert_grader.reports import GRADES_COLUMNS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lms"
@@ -235,6 +235,28 @@ def test_a_canvas_name_holding_another_users_ids_gives_no_one_a_notebook(tmp_pat
         assert (out / ada / A / f"{A}.ipynb").read_bytes() == nb("ada's own work")
         reason = problems_by_source(problems)[f"{A}/{forged}"]
         assert reason.startswith("not collected: the name reads as Canvas users 1001 and "), reason
+
+
+def test_one_students_thousand_uploads_cost_only_their_own_files(tmp_path):
+    """Canvas's zip of one assignment holds the whole class: the limits on what one download may hold are each
+    student's, so a student who uploads more than a thousand files does not make the class's zip refused."""
+    folder = tmp_path / "downloads" / A
+    folder.mkdir(parents=True)
+    with zipfile.ZipFile(folder / "submissions.zip", "w") as archive:
+        archive.writestr(f"lovelaceada_1001_5001_{A}.ipynb", nb("ada"))
+        for n in range(lms_collect.MAX_OWNER_FILES + 5):
+            archive.writestr(f"turingalan_1003_{6000 + n}_notes-{n:04d}.txt", "x")
+        archive.writestr(f"turingalan_1003_9999_{A}.ipynb", nb("alan"))  # after his notes in the zip
+        archive.writestr(f"müllerjürgen_1002_5003_{A}.ipynb", nb("jürgen"))
+    roster = lms.read_roster(FIXTURES / "canvas" / "gradebook-export.csv", "canvas", "SIS Login ID")
+    collected, problems = lms.collect(
+        tmp_path / "downloads", tmp_path / "submitted", ASSIGNMENTS, "canvas", roster, calendar(tmp_path)
+    )
+    # unsafe: the zip's 1,008 members are over the limit of one zip, and the whole class's zip is refused
+    assert sorted(c.student for c in collected) == ["ada", "aturing", "jmuller"], problems
+    assert (tmp_path / "submitted" / "aturing" / A / f"{A}.ipynb").read_bytes() == nb("alan"), "notebooks first"
+    beyond = [p for p in problems if "pass one student's limit" in p.reason]
+    assert len(beyond) == 6 and all(p.source.startswith(f"{A}/submissions.zip:turingalan_1003_") for p in beyond)
 
 
 def test_a_students_uploaded_csv_is_no_grading_worksheet(tmp_path):

@@ -29,7 +29,10 @@ The student comes from the LMS's identifiers only, never from a file's content. 
 encrypted and oversized members (counted as they decompress) are refused, zips inside the download are not
 opened, nor is a zip the LMS names as a student's file (a student's upload, in an unpacked download: the names
 inside it are the student's, and would be read as the LMS's names of another student's files), and one bad file
-never stops the others. Several notebooks for one student: those named for the
+never stops the others. A download's limits are each student's (the files the LMS names as theirs, notebooks
+first): one student's thousand uploads never cost the class's zip. A Canvas name that reads as two users (the
+display name and the file's name are the student's, and may hold another user's ids) is collected for neither,
+and reported. Several notebooks for one student: those named for the
 assignment (``<assignment>.ipynb``, with Canvas's ``-1`` suffixes) count; of those, Canvas's newest upload (the
 largest attachment id) wins. Copies with the same bytes are one. Notebooks that cannot be told apart are a
 conflict: none is collected, and the student gets a failed row that says so. A file whose owner is on no

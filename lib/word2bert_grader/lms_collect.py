@@ -22,7 +22,13 @@ from word2bert_grader.lms_formats import Entry, Found, canvas_notebooks, moodle_
 from word2bert_grader.lms_roster import Roster
 
 MAX_DEPTH = 4  # folders below an assignment's download folder
-MAX_ENTRIES = 20_000  # files and members of one assignment's download
+# One assignment's download holds the whole class: a thousand students, each with a notebook and other files. Its
+# limits are per student (the files the LMS names as one student's, or as no one's): one student's thousand
+# uploads cost that student's files, never the class's zip. The class's own limits only bound the walk.
+MAX_OWNER_FILES = filing.MAX_MEMBERS
+MAX_OWNER_BYTES = filing.MAX_ARCHIVE_BYTES  # decompressed
+MAX_ENTRIES = 200_000  # files and members of one assignment's download
+MAX_CLASS_ZIP_BYTES = 32 * 2**30  # the LMS's zip itself (read a member at a time, each within its own limit)
 
 
 def collect(
@@ -109,25 +115,43 @@ def _entries(folder: Path, shown: str, cap: int, course: Course, parse) -> tuple
                     problems.append(Problem(source, "ignored: a zip inside the download (not opened)"))
             else:
                 read = functools.partial(filing.read_file, child)
-                entries.append(Entry(source, name, child.lstat().st_mtime, read))
+                entries.append(Entry(source, name, child.lstat().st_mtime, read, child.lstat().st_size))
 
     walk(folder, "", 0)
-    return entries, problems
+    kept, beyond = _within_owner_limits(entries, parse)
+    return kept, problems + beyond
+
+
+def _within_owner_limits(entries: list[Entry], parse) -> tuple[list[Entry], list[Problem]]:
+    """Each owner's entries (whose the LMS's name ``parse`` says they are; those it names as no one's together)
+    within MAX_OWNER_FILES and MAX_OWNER_BYTES: notebooks first, then in name order."""
+    kept, problems, used = [], [], {}
+    order = sorted(range(len(entries)), key=lambda i: not entries[i].name.endswith(".ipynb"))  # stable
+    for i in order:
+        entry = entries[i]
+        parsed = parse(entry.name)
+        owner = parsed.owner if parsed is not None else None
+        files, size = used.get(owner, (0, 0))
+        if files >= MAX_OWNER_FILES or size + entry.size > MAX_OWNER_BYTES:
+            whose = f"user {owner}'s files" if owner is not None else "files named as no one's"
+            limit = f"{MAX_OWNER_FILES} files, {MAX_OWNER_BYTES} bytes"
+            problems.append(Problem(entry.source, f"ignored: {whose} pass one student's limit in a download ({limit})"))
+            continue
+        used[owner] = (files + 1, size + entry.size)
+        kept.append(i)
+    return [entries[i] for i in sorted(kept)], problems
 
 
 def _zip_entries(path: Path, shown: str, cap: int, course: Course) -> tuple[list[Entry], list[Problem]]:
-    if path.stat().st_size > filing.MAX_ARCHIVE_BYTES:
-        return [], [Problem(shown, f"refused: a zip of more than {filing.MAX_ARCHIVE_BYTES} bytes")]
+    if path.stat().st_size > MAX_CLASS_ZIP_BYTES:
+        return [], [Problem(shown, f"refused: a zip of more than {MAX_CLASS_ZIP_BYTES} bytes")]
     try:
         with filing.open_regular(path) as f, zipfile.ZipFile(f) as archive:
             members = archive.infolist()
     except Exception as e:  # a hostile file can make zipfile raise almost anything
         return [], [Problem(shown, f"refused: not a readable zip ({filing.describe(e)})")]
-    if len(members) > filing.MAX_MEMBERS:
-        return [], [Problem(shown, f"refused: {len(members)} members, more than {filing.MAX_MEMBERS}")]
-    total = sum(m.file_size for m in members)
-    if total > filing.MAX_ARCHIVE_BYTES:
-        return [], [Problem(shown, f"refused: {total} bytes uncompressed, more than {filing.MAX_ARCHIVE_BYTES}")]
+    if len(members) > MAX_ENTRIES:
+        return [], [Problem(shown, f"refused: {len(members)} members, more than {MAX_ENTRIES}")]
     entries, problems = [], []
     for member in members:
         name = _member_name(member)
@@ -153,7 +177,9 @@ def _zip_entries(path: Path, shown: str, cap: int, course: Course) -> tuple[list
             mtime = datetime(*member.date_time, tzinfo=course.timezone).timestamp()
         except ValueError:
             mtime = None
-        entries.append(Entry(source, name, mtime, functools.partial(filing.read_member, path, member)))
+        entries.append(
+            Entry(source, name, mtime, functools.partial(filing.read_member, path, member), member.file_size)
+        )
     return entries, problems
 
 

@@ -50,6 +50,7 @@ class Entry:
     name: str  # the path the LMS gave it, inside its download
     mtime: float | None
     read: Callable[[int], bytes]
+    size: int = 0  # bytes (a zip member's once decompressed, as its zip says)
 
 
 @dataclass
@@ -79,6 +80,10 @@ class CanvasName:
     user: str  # the user id, or "anon_<id>"
     attachment: str
     file: str  # the file's name as uploaded (with Canvas's "-1" for a re-upload)
+
+    @property
+    def owner(self) -> str:
+        return self.user
 
 
 def canvas_readings(base: str) -> list[CanvasName]:
@@ -170,6 +175,10 @@ class MoodleName:
     participant: str
     plugin: str  # "file", "onlinetext", ...
     file: str  # the path inside the participant's folder
+
+    @property
+    def owner(self) -> str:
+        return self.participant
 
 
 def parse_moodle(path: str) -> MoodleName | None:
