@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from safetensors import safe_open
 from torch import nn
 
 from .bpe import ENDOFTEXT, BPETokenizer
 from .checkpoint import load_checkpoint, load_converted, save_checkpoint
 from .embedding import mean_pool_pieces
+from .losses import linear_cross_entropy
 from .transformer import FeedForward, KVCache, MultiHeadSelfAttention, init_weights, padding_mask
 
 CHECKPOINT = Path(__file__).parent / "checkpoints" / "gpt.safetensors"
@@ -127,11 +127,13 @@ class GPT(nn.Module):
         a padding position attends to no key, so what it outputs is up to the attention kernel (the CPU's and
         CUDA's differ), and the first token after left padding has no context to be predicted from.
         """
-        logits = self(input_ids, attention_mask)[:, :-1]
+        # The last position predicts nothing: dropped before the output layer, not from its [B, T, V] logits.
+        hidden = self.hidden_states(input_ids, attention_mask)[-1][:, :-1]
         targets = input_ids[:, 1:]
         if attention_mask is not None:
             targets = targets.masked_fill((attention_mask[:, :-1] == 0) | (attention_mask[:, 1:] == 0), -100)
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
+        # F.cross_entropy(self.lm_head(hidden), targets), as one step (word2bert.losses): the same loss, faster
+        return linear_cross_entropy(hidden.flatten(0, 1), self.lm_head.weight, targets.flatten())
 
     @torch.no_grad()
     def generate(
