@@ -8,7 +8,8 @@ share the weights and the batch; calls alternate, so that a change in the machin
 runs with the course's optimizer (``training.make_optimizer``: the fused AdamW) and with the plain (``foreach``)
 AdamW that Hugging Face's models get from ``torch.optim.AdamW`` by default; Hugging Face with both as well. The
 thread counts: one; torch's default (every core, what the course's loops used before ``device.cpu_threads``); and
-``device.cpu_threads()``'s choice (now the default). For BERT, also the course's own pre-training step
+``device.cpu_threads()``'s choice (now the default). For GPT, also ours with its loss as it was before issue 41
+(``F.cross_entropy`` of every position's logits, the last sliced off); for BERT, the course's own pre-training step
 (``pretraining.PretrainingObjective``: the MLM head on the masked positions only; Hugging Face's
 ``BertForPreTraining`` and our ``BertForPreTraining.forward`` run it on every position). ``--busy`` adds a
 competing process that keeps one core busy on the same cores. ``--profile`` prints where ours spends a step's
@@ -29,6 +30,7 @@ import time
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from machine import busy_neighbour, load, median_seconds  # same folder
 from transformers import BertConfig, BertForPreTraining, GPT2Config, GPT2LMHeadModel
 
@@ -74,7 +76,12 @@ def gpt_pair(layers=4, hidden=128, heads=4, vocab=8000, batch=32, seq=64):
     hf = GPT2LMHeadModel(config)
     ours = gpt.from_hf(hf)
     ids = torch.randint(0, vocab, (batch, seq))
-    return ours, lambda m: m.loss(ids), hf, lambda m: m(ids, labels=ids).loss, batch * seq, None
+
+    def plain(m):  # GPT.loss before issue 41: F.cross_entropy of the [B, T, V] logits, the last position sliced off
+        return F.cross_entropy(m(ids)[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+
+    extra = {"ours, F.cross_entropy of every logit (the loss before), fused AdamW": (ours, plain)}
+    return ours, lambda m: m.loss(ids), hf, lambda m: m(ids, labels=ids).loss, batch * seq, extra
 
 
 def bert_pair(layers=4, hidden=128, heads=4, vocab=8000, batch=16, seq=128):
@@ -102,7 +109,17 @@ def bert_pair(layers=4, hidden=128, heads=4, vocab=8000, batch=16, seq=128):
     kw["attention_mask"][: batch // 2, -seq // 4 :] = 0
     # the course's pre-training step: PretrainingObjective runs the MLM head on the masked positions only
     course = PretrainingObjective(ours), lambda m: m(ids, **kw)[0]
-    return ours, lambda m: m(ids, **kw).loss, hf, lambda m: m(ids, **kw).loss, batch * seq, course
+
+    def plain(m):  # BertForPreTraining's loss before issue 41: F.cross_entropy of every position's logits
+        out = m(ids, **kw)
+        mlm = F.cross_entropy(out.prediction_logits.flatten(0, 1), kw["labels"].flatten())
+        return mlm + F.cross_entropy(out.seq_relationship_logits, kw["next_sentence_label"])
+
+    extra = {
+        "ours, course's objective (MLM head on masked positions), fused AdamW": course,
+        "ours, F.cross_entropy of every logit (the loss before), fused AdamW": (ours, plain),
+    }
+    return ours, lambda m: m(ids, **kw).loss, hf, lambda m: m(ids, **kw).loss, batch * seq, extra
 
 
 def profile(name: str, model, loss_of) -> None:
@@ -236,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, pair in [("GPT", gpt_pair), ("BERT", bert_pair)]:
         if name not in args.models:
             continue
-        ours, ours_loss, hf, hf_loss, tokens, course = pair()
+        ours, ours_loss, hf, hf_loss, tokens, extra = pair()
         if args.profile:
             torch.set_num_threads(1)
             profile(name, ours, ours_loss)
@@ -260,10 +277,8 @@ def main(argv: list[str] | None = None) -> None:
                 }
                 if compiled:
                     steps["ours, torch.compile'd loss, fused AdamW"] = compiled
-                if course:
-                    steps["ours, course's objective (MLM head on masked positions), fused AdamW"] = step_fn(
-                        *course, fused=True
-                    )
+                for who, (model, loss_of) in extra.items():
+                    steps[who] = step_fn(model, loss_of, fused=True)
                 t = median_seconds(steps, args.repeats)
                 print(f"after: {load()}")
                 for who, seconds in t.items():

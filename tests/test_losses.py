@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from word2bert import gpt
+from word2bert import bert, gpt
 from word2bert.losses import linear_cross_entropy
 
 
@@ -55,3 +55,24 @@ def test_gpt_loss_is_cross_entropy_of_its_logits():
     targets = ids[:, 1:].masked_fill((mask[:, :-1] == 0) | (mask[:, 1:] == 0), -100)
     want = F.cross_entropy(model(ids, mask)[:, :-1].flatten(0, 1), targets.flatten(), ignore_index=-100)
     torch.testing.assert_close(model.loss(ids, mask), want)
+
+
+def test_bert_pretraining_loss_is_cross_entropy_of_its_prediction_logits():
+    """From the masked positions alone: the same loss and gradients as every position's logits with -100 labels."""
+    torch.manual_seed(0)
+    model = bert.BertForPreTraining(bert.BertConfig(vocab_size=60, hidden_size=16, num_attention_heads=2, dropout=0.0))
+    ids = torch.randint(0, 60, (3, 10))
+    labels = ids.masked_fill(torch.rand(3, 10) > 0.3, -100)
+    nsp = torch.tensor([0, 1, 1])
+    results = []
+    for fused in (True, False):
+        model.zero_grad()
+        out = model(ids, labels=labels, next_sentence_label=nsp)
+        if not fused:
+            out.loss = F.cross_entropy(out.prediction_logits.flatten(0, 1), labels.flatten()) + F.cross_entropy(
+                out.seq_relationship_logits, nsp
+            )
+        out.loss.backward()
+        results.append([out.loss.detach()] + [p.grad.clone() for p in model.parameters()])
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want)

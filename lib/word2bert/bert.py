@@ -25,6 +25,7 @@ from torch import nn
 from .checkpoint import load_checkpoint, load_converted, save_checkpoint
 from .device import resolve
 from .embedding import mean_pool_pieces
+from .losses import linear_cross_entropy
 from .transformer import FeedForward, MultiHeadSelfAttention, init_weights, padding_mask
 from .wordpiece import WordPieceTokenizer
 
@@ -188,8 +189,15 @@ class MLMHead(nn.Module):
         self.decoder.weight = word_embeddings.weight
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
+    def transform(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer_norm(F.gelu(self.dense(x)))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.decoder(self.layer_norm(F.gelu(self.dense(x)))) + self.bias
+        return self.decoder(self.transform(x)) + self.bias
+
+    def loss(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy of ``self(x)`` against ``labels`` [N] (-100: none), as one step (word2bert.losses)."""
+        return linear_cross_entropy(self.transform(x), self.decoder.weight, labels, self.bias)
 
 
 class BertForPreTraining(nn.Module):
@@ -222,7 +230,10 @@ class BertForPreTraining(nn.Module):
         out.prediction_logits = self.mlm(out.last_hidden_state)
         out.seq_relationship_logits = self.nsp(out.pooler_output)
         if labels is not None:
-            out.loss = F.cross_entropy(out.prediction_logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+            # F.cross_entropy of the prediction logits, from the masked positions alone (the others' labels are
+            # -100): the same loss and gradients, without a backward pass through every position's logits
+            masked = labels != -100
+            out.loss = self.mlm.loss(out.last_hidden_state[masked], labels[masked])
         if next_sentence_label is not None:
             nsp = F.cross_entropy(out.seq_relationship_logits, next_sentence_label)
             out.loss = nsp if out.loss is None else out.loss + nsp
