@@ -18,7 +18,7 @@ from word2bert_grader import filing
 from word2bert_grader.course import Course
 from word2bert_grader.deadlines import LMS_RECORD, TIMESTAMP
 from word2bert_grader.filing import Collected, Problem
-from word2bert_grader.lms_formats import Entry, Found, canvas_notebooks, moodle_notebooks, parse_canvas, parse_moodle
+from word2bert_grader.lms_formats import Entry, Found, canvas_notebooks, canvas_owner, moodle_notebooks, moodle_owner
 from word2bert_grader.lms_roster import Roster
 
 MAX_DEPTH = 4  # folders below an assignment's download folder
@@ -48,8 +48,8 @@ def collect(
         if path.name not in names or path.is_symlink() or not path.is_dir():
             problems.append(Problem(path.name, f"ignored: not a folder named after an assignment ({', '.join(names)})"))
             continue
-        parse = parse_canvas if lms == "canvas" else parse_moodle
-        entries, trouble = _entries(path, path.name, max_member_bytes, course, parse)
+        owner = canvas_owner if lms == "canvas" else moodle_owner
+        entries, trouble = _entries(path, path.name, max_member_bytes, course, owner)
         problems += trouble
         reader = canvas_notebooks if lms == "canvas" else moodle_notebooks
         more, trouble = reader(path.name, entries, roster, course, path)
@@ -79,10 +79,10 @@ def collect(
     return sorted(collected, key=lambda c: (c.student, c.assignment)), problems
 
 
-def _entries(folder: Path, shown: str, cap: int, course: Course, parse) -> tuple[list[Entry], list[Problem]]:
+def _entries(folder: Path, shown: str, cap: int, course: Course, owner) -> tuple[list[Entry], list[Problem]]:
     """Every file of one assignment's download: plain files (in folders, to MAX_DEPTH) and the members of the
     LMS's zips at its top; never following a link, never opening a zip inside a zip, nor a student's own zip (one
-    that the LMS's name ``parse`` gives an owner: a student's upload, in an unpacked download), whose members' names
+    that the LMS's name gives an ``owner``: a student's upload, in an unpacked download), whose members' names
     the student chose and would be read as the LMS's, another student's included."""
     entries: list[Entry] = []
     problems: list[Problem] = []
@@ -105,7 +105,7 @@ def _entries(folder: Path, shown: str, cap: int, course: Course, parse) -> tuple
             elif not stat.S_ISREG(mode):
                 problems.append(Problem(source, "refused: not a regular file"))
             elif child.name.lower().endswith(".zip"):
-                if depth == 0 and parse(name) is not None:
+                if depth == 0 and owner(name) is not None:
                     problems.append(Problem(source, "ignored: a student's uploaded zip (not opened)"))
                 elif depth == 0:
                     more, trouble = _zip_entries(child, source, cap, course)
@@ -118,19 +118,18 @@ def _entries(folder: Path, shown: str, cap: int, course: Course, parse) -> tuple
                 entries.append(Entry(source, name, child.lstat().st_mtime, read, child.lstat().st_size))
 
     walk(folder, "", 0)
-    kept, beyond = _within_owner_limits(entries, parse)
+    kept, beyond = _within_owner_limits(entries, owner)
     return kept, problems + beyond
 
 
-def _within_owner_limits(entries: list[Entry], parse) -> tuple[list[Entry], list[Problem]]:
-    """Each owner's entries (whose the LMS's name ``parse`` says they are; those it names as no one's together)
+def _within_owner_limits(entries: list[Entry], owner_of) -> tuple[list[Entry], list[Problem]]:
+    """Each owner's entries (whose the LMS's name says they are, ``owner_of``; those it names as no one's together)
     within MAX_OWNER_FILES and MAX_OWNER_BYTES: notebooks first, then in name order."""
     kept, problems, used = [], [], {}
     order = sorted(range(len(entries)), key=lambda i: not entries[i].name.endswith(".ipynb"))  # stable
     for i in order:
         entry = entries[i]
-        parsed = parse(entry.name)
-        owner = parsed.owner if parsed is not None else None
+        owner = owner_of(entry.name)
         files, size = used.get(owner, (0, 0))
         if files >= MAX_OWNER_FILES or size + entry.size > MAX_OWNER_BYTES:
             whose = f"user {owner}'s files" if owner is not None else "files named as no one's"

@@ -81,10 +81,6 @@ class CanvasName:
     attachment: str
     file: str  # the file's name as uploaded (with Canvas's "-1" for a re-upload)
 
-    @property
-    def owner(self) -> str:
-        return self.user
-
 
 def canvas_readings(base: str) -> list[CanvasName]:
     """Every way to read ``base`` as a Canvas download name (``lib/content_zipper.rb``: ``[name, "LATE", user
@@ -109,6 +105,12 @@ def parse_canvas(base: str) -> CanvasName | None:
     """A Canvas download name read as Canvas reads it back: its first reading (:func:`canvas_readings`)."""
     readings = canvas_readings(base)
     return readings[0] if readings else None
+
+
+def canvas_owner(name: str) -> str | None:
+    """Whose a download's limits count it as: its user; a name that reads as several users (collected for none)
+    counts as theirs together, never as one of them alone, whose notebook it would crowd out; None: no Canvas name."""
+    return " and ".join(sorted({r.user for r in canvas_readings(name.rsplit("/", 1)[-1])})) or None
 
 
 def all_digits(text: str) -> bool:
@@ -176,10 +178,6 @@ class MoodleName:
     plugin: str  # "file", "onlinetext", ...
     file: str  # the path inside the participant's folder
 
-    @property
-    def owner(self) -> str:
-        return self.participant
-
 
 def parse_moodle(path: str) -> MoodleName | None:
     """A path in Moodle's "Download all submissions" zip, read as Moodle's own feedback import reads it
@@ -191,6 +189,11 @@ def parse_moodle(path: str) -> MoodleName | None:
             rest = "/".join(([info[4]] if len(info) == 5 and info[4] else []) + parts)
             return MoodleName(info[0], info[1], info[3], rest) if rest else None
     return None
+
+
+def moodle_owner(path: str) -> str | None:
+    parsed = parse_moodle(path)
+    return parsed.participant if parsed is not None else None
 
 
 @dataclass(frozen=True)
