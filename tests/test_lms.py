@@ -285,6 +285,41 @@ def test_uploads_under_a_name_holding_another_users_ids_cost_that_user_nothing(t
     assert not [p for p in problems if "limit" in p.reason], problems
 
 
+@pytest.mark.parametrize("zipped", [False, True], ids=["unpacked", "zipped"])
+@pytest.mark.parametrize(
+    "upload",
+    [
+        pytest.param("aaa_1002_{n}_notes-{n}.txt", id="own-name"),
+        # each name reads as Jürgen and as another made-up user: collected for no one, and counted as one group
+        pytest.param("aaa_1002_{n}_x_{n}_1_notes.txt", id="several-users"),
+    ],
+)
+def test_one_students_uploads_never_fill_the_class_download(tmp_path, monkeypatch, zipped, upload):
+    """The class's own limit on one download's files (MAX_ENTRIES) is far above any one student's: a student's files
+    beyond their own limits are set aside as they are read, and never count against it."""
+    monkeypatch.setattr(lms_collect, "MAX_OWNER_FILES", 3)
+    monkeypatch.setattr(lms_collect, "MAX_ENTRIES", 10)
+    folder = tmp_path / "downloads" / A
+    folder.mkdir(parents=True)
+    files = {upload.format(n=6000 + n): b"x" for n in range(11)}  # Jürgen, named to be read before Ada
+    files[f"lovelaceada_1001_5001_{A}.ipynb"] = nb("ada's own work")
+    if zipped:
+        with zipfile.ZipFile(folder / "submissions.zip", "w") as archive:
+            for name, data in files.items():
+                archive.writestr(name, data)
+    else:
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+    roster = lms.read_roster(FIXTURES / "canvas" / "gradebook-export.csv", "canvas", "SIS Login ID")
+    collected, problems = lms.collect(
+        tmp_path / "downloads", tmp_path / "submitted", ASSIGNMENTS, "canvas", roster, calendar(tmp_path)
+    )
+    # unsafe: Jürgen's 11 files passed the download's limit of 10: the walk stopped before Ada's notebook, or the
+    # class's zip was refused whole
+    assert [c.student for c in collected] == ["ada"], problems
+    assert len([p for p in problems if "pass one student's limit" in p.reason]) == 8, problems
+
+
 def test_a_students_uploaded_csv_is_no_grading_worksheet(tmp_path):
     """Moodle's flat download (no folder per participant), unpacked: a CSV a student uploaded lies at the top of the
     folder beside the grading worksheet, under the name Moodle gives that student's files."""

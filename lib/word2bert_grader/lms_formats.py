@@ -107,10 +107,15 @@ def parse_canvas(base: str) -> CanvasName | None:
     return readings[0] if readings else None
 
 
+SEVERAL_USERS = "several users"  # the owner of every Canvas name that reads as several (collected for none)
+
+
 def canvas_owner(name: str) -> str | None:
-    """Whose a download's limits count it as: its user; a name that reads as several users (collected for none)
-    counts as theirs together, never as one of them alone, whose notebook it would crowd out; None: no Canvas name."""
-    return " and ".join(sorted({r.user for r in canvas_readings(name.rsplit("/", 1)[-1])})) or None
+    """Whose a download's limits count it as: its user; every name that reads as several users is collected for
+    none of them, and counted for none of them (whose notebooks it would crowd out): all together; None: no Canvas
+    name."""
+    users = {r.user for r in canvas_readings(name.rsplit("/", 1)[-1])}
+    return SEVERAL_USERS if len(users) > 1 else next(iter(users), None)
 
 
 def all_digits(text: str) -> bool:
