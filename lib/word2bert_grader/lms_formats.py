@@ -73,6 +73,11 @@ def _named_for(filename: str, assignment: str) -> bool:
 # --- Canvas ---------------------------------------------------------------------------------------
 
 
+# Canvas's name part and its file's name are at most 255 characters each: a longer name is none of Canvas's (a zip
+# member's name of 65,535 "_1" groups has 32,000 readings, each with its own file name: 20 s and 2 GB).
+MAX_CANVAS_NAME = 1024
+
+
 @dataclass(frozen=True)
 class CanvasName:
     name: str  # Canvas's sanitized sortable name ("" under anonymous grading)
@@ -87,7 +92,7 @@ def canvas_readings(base: str) -> list[CanvasName]:
     id].join("_")``, then ``_<attachment id>_<file>``): one per place where two all-digit fields stand. Canvas reads
     the first back; but the name part is the student's own (a display name of ``eve_1001_99999``) and so is the
     file's, so an honest name has one reading and a name that reads as two users is no evidence of either."""
-    parts, readings = base.split("_"), []
+    parts, readings = base.split("_") if len(base) <= MAX_CANVAS_NAME else [], []
     for i in range(len(parts) - 2):
         anonymous = parts[i] == "anon" and i + 3 < len(parts) and parts[i + 2].isascii() and parts[i + 2].isdigit()
         if anonymous or (all_digits(parts[i]) and all_digits(parts[i + 1])):
