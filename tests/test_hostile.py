@@ -1631,6 +1631,21 @@ def test_a_tampered_gradebook_is_refused(graded, name, what):
     assert not (run["root"] / "grades.csv").exists(), "nothing is graded from a refused gradebook"
 
 
+def test_a_gradebook_that_is_a_dangling_symlink_is_refused(tmp_path, monkeypatch):
+    """A gradebook.db that is a symlink to no file yet (``exists()`` is False) is a symlink all the same."""
+    from word2bert_grader import gradebook
+
+    monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
+    root = course(tmp_path / "course")
+    target = tmp_path / "elsewhere" / "planted.db"  # a path of the tamperer's choosing
+    target.parent.mkdir()
+    (root / "gradebook.db").symlink_to(target)
+    # unsafe: taken for a first run, the gradebook is made at the link's target and the grades recorded there
+    with pytest.raises(gradebook.RefusedGradebook, match="not a plain file"):
+        gradebook.prepare(root, ["01-word2vec"], root / "gradebook.db")
+    assert not target.exists()
+
+
 def test_planted_scores_do_not_survive_regrading(graded):
     run = _side(graded, "planted")
     assert run["rc"] == 0, run["stderr"][-2000:]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -257,6 +258,84 @@ def test_one_students_thousand_uploads_cost_only_their_own_files(tmp_path):
     assert (tmp_path / "submitted" / "aturing" / A / f"{A}.ipynb").read_bytes() == nb("alan"), "notebooks first"
     beyond = [p for p in problems if "pass one student's limit" in p.reason]
     assert len(beyond) == 6 and all(p.source.startswith(f"{A}/submissions.zip:turingalan_1003_") for p in beyond)
+
+
+@pytest.mark.parametrize("zipped", [False, True], ids=["unpacked", "zipped"])
+def test_uploads_under_a_name_holding_another_users_ids_cost_that_user_nothing(tmp_path, monkeypatch, zipped):
+    """Jürgen (1002) renamed himself "aaa_1001_1": his uploads read first as Ada's (1001) and sort before hers. They
+    are collected for no one; nor may they count against Ada's limits, before her own notebook."""
+    monkeypatch.setattr(lms_collect, "MAX_OWNER_FILES", 3)
+    folder = tmp_path / "downloads" / A
+    folder.mkdir(parents=True)
+    files = {f"aaa_1001_1_1002_{6000 + n}_{A}-{n}.ipynb": nb(f"jürgen {n}") for n in range(3)}
+    files[f"lovelaceada_1001_5001_{A}.ipynb"] = nb("ada's own work")
+    if zipped:
+        with zipfile.ZipFile(folder / "submissions.zip", "w") as archive:
+            for name, data in files.items():
+                archive.writestr(name, data)
+    else:
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+    roster = lms.read_roster(FIXTURES / "canvas" / "gradebook-export.csv", "canvas", "SIS Login ID")
+    collected, problems = lms.collect(
+        tmp_path / "downloads", tmp_path / "submitted", ASSIGNMENTS, "canvas", roster, calendar(tmp_path)
+    )
+    # unsafe: Jürgen's three notebooks filled user 1001's limit of 3 files, and Ada's was ignored: no grade for her
+    assert [c.student for c in collected] == ["ada"], problems
+    assert (tmp_path / "submitted" / "ada" / A / f"{A}.ipynb").read_bytes() == nb("ada's own work")
+    assert not [p for p in problems if "limit" in p.reason], problems
+
+
+@pytest.mark.parametrize("zipped", [False, True], ids=["unpacked", "zipped"])
+@pytest.mark.parametrize(
+    "upload",
+    [
+        pytest.param("aaa_1002_{n}_notes-{n}.txt", id="own-name"),
+        # each name reads as Jürgen and as another made-up user: collected for no one, and counted as one group
+        pytest.param("aaa_1002_{n}_x_{n}_1_notes.txt", id="several-users"),
+    ],
+)
+def test_one_students_uploads_never_fill_the_class_download(tmp_path, monkeypatch, zipped, upload):
+    """The class's own limit on one download's files (MAX_ENTRIES) is far above any one student's: a student's files
+    beyond their own limits are set aside as they are read, and never count against it."""
+    monkeypatch.setattr(lms_collect, "MAX_OWNER_FILES", 3)
+    monkeypatch.setattr(lms_collect, "MAX_ENTRIES", 10)
+    folder = tmp_path / "downloads" / A
+    folder.mkdir(parents=True)
+    files = {upload.format(n=6000 + n): b"x" for n in range(11)}  # Jürgen, named to be read before Ada
+    files[f"lovelaceada_1001_5001_{A}.ipynb"] = nb("ada's own work")
+    if zipped:
+        with zipfile.ZipFile(folder / "submissions.zip", "w") as archive:
+            for name, data in files.items():
+                archive.writestr(name, data)
+    else:
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+    roster = lms.read_roster(FIXTURES / "canvas" / "gradebook-export.csv", "canvas", "SIS Login ID")
+    collected, problems = lms.collect(
+        tmp_path / "downloads", tmp_path / "submitted", ASSIGNMENTS, "canvas", roster, calendar(tmp_path)
+    )
+    # unsafe: Jürgen's 11 files passed the download's limit of 10: the walk stopped before Ada's notebook, or the
+    # class's zip was refused whole
+    assert [c.student for c in collected] == ["ada"], problems
+    assert len([p for p in problems if "pass one student's limit" in p.reason]) == 8, problems
+
+
+def test_a_long_name_of_many_digit_groups_is_read_in_linear_time(tmp_path):
+    """A zip member's name may be 65,535 bytes long: made of "_1" groups, each place where two all-digit fields
+    stand is a reading of it, and building each reading's file name made its reading quadratic."""
+    folder = tmp_path / "downloads" / A
+    folder.mkdir(parents=True)
+    with zipfile.ZipFile(folder / "submissions.zip", "w") as archive:
+        archive.writestr("x" + "_1" * 30_000 + f"_{A}.ipynb", nb("32,000 readings"))
+        archive.writestr(f"lovelaceada_1001_5001_{A}.ipynb", nb("ada's own work"))
+    start = time.monotonic()
+    collected, problems = lms.collect(
+        tmp_path / "downloads", tmp_path / "submitted", ASSIGNMENTS, "canvas", None, calendar(tmp_path)
+    )
+    # unsafe: 41 s on this shared machine (the name read three times, each 2 GB at 64 KB; a zip may hold 200,000)
+    assert time.monotonic() - start < 5, "a name's readings took seconds"
+    assert [c.student for c in collected] == ["canvas-1001"], problems
 
 
 def test_a_students_uploaded_csv_is_no_grading_worksheet(tmp_path):

@@ -64,9 +64,9 @@ def prepare(root: Path, names: list[str], db: Path) -> None:
     from nbgrader.api import Gradebook
 
     with tempfile.TemporaryDirectory(prefix="word2bert-gradebook-") as tmp:
+        if db.is_symlink() or (db.exists() and not db.is_file()):  # a link to no file yet too: not a first run
+            raise RefusedGradebook(f"{db} is not a plain file")
         if db.exists():
-            if db.is_symlink() or not db.is_file():
-                raise RefusedGradebook(f"{db} is not a plain file")
             template = Path(tmp) / "template.db"
             with Gradebook(f"sqlite:///{template}"):
                 pass

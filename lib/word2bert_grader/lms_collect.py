@@ -18,16 +18,25 @@ from word2bert_grader import filing
 from word2bert_grader.course import Course
 from word2bert_grader.deadlines import LMS_RECORD, TIMESTAMP
 from word2bert_grader.filing import Collected, Problem
-from word2bert_grader.lms_formats import Entry, Found, canvas_notebooks, moodle_notebooks, parse_canvas, parse_moodle
+from word2bert_grader.lms_formats import (
+    SEVERAL_USERS,
+    Entry,
+    Found,
+    canvas_notebooks,
+    canvas_owner,
+    moodle_notebooks,
+    moodle_owner,
+)
 from word2bert_grader.lms_roster import Roster
 
 MAX_DEPTH = 4  # folders below an assignment's download folder
 # One assignment's download holds the whole class: a thousand students, each with a notebook and other files. Its
 # limits are per student (the files the LMS names as one student's, or as no one's): one student's thousand
-# uploads cost that student's files, never the class's zip. The class's own limits only bound the walk.
+# uploads cost that student's files, never the class's zip. The class's own limits bound what is kept of a class
+# of many students (each owner's files beyond their limits are set aside as they are read) and the zip's size.
 MAX_OWNER_FILES = filing.MAX_MEMBERS
 MAX_OWNER_BYTES = filing.MAX_ARCHIVE_BYTES  # decompressed
-MAX_ENTRIES = 200_000  # files and members of one assignment's download
+MAX_ENTRIES = 200_000  # files and members of one assignment's download kept (each owner's within their limits)
 MAX_CLASS_ZIP_BYTES = 32 * 2**30  # the LMS's zip itself (read a member at a time, each within its own limit)
 
 
@@ -48,8 +57,8 @@ def collect(
         if path.name not in names or path.is_symlink() or not path.is_dir():
             problems.append(Problem(path.name, f"ignored: not a folder named after an assignment ({', '.join(names)})"))
             continue
-        parse = parse_canvas if lms == "canvas" else parse_moodle
-        entries, trouble = _entries(path, path.name, max_member_bytes, course, parse)
+        owner = canvas_owner if lms == "canvas" else moodle_owner
+        entries, trouble = _entries(path, path.name, max_member_bytes, course, owner)
         problems += trouble
         reader = canvas_notebooks if lms == "canvas" else moodle_notebooks
         more, trouble = reader(path.name, entries, roster, course, path)
@@ -79,21 +88,32 @@ def collect(
     return sorted(collected, key=lambda c: (c.student, c.assignment)), problems
 
 
-def _entries(folder: Path, shown: str, cap: int, course: Course, parse) -> tuple[list[Entry], list[Problem]]:
+def _entries(folder: Path, shown: str, cap: int, course: Course, owner) -> tuple[list[Entry], list[Problem]]:
     """Every file of one assignment's download: plain files (in folders, to MAX_DEPTH) and the members of the
     LMS's zips at its top; never following a link, never opening a zip inside a zip, nor a student's own zip (one
-    that the LMS's name ``parse`` gives an owner: a student's upload, in an unpacked download), whose members' names
+    that the LMS's name gives an ``owner``: a student's upload, in an unpacked download), whose members' names
     the student chose and would be read as the LMS's, another student's included."""
     entries: list[Entry] = []
     problems: list[Problem] = []
+    read: dict[tuple[str | None, bool], int] = {}  # (owner, notebook or not) -> how many read
+
+    def keep(entry: Entry) -> None:
+        """An owner's notebooks beyond MAX_OWNER_FILES, and their other files beyond it, are never within their
+        limits (:func:`_within_owner_limits`): set aside as they are read, so that one student's files, however
+        many, cost no one else theirs (MAX_ENTRIES then only bounds a class of many owners)."""
+        key = (owner(entry.name), entry.name.endswith(".ipynb"))
+        read[key] = read.get(key, 0) + 1
+        if read[key] > MAX_OWNER_FILES:
+            problems.append(_beyond(entry, key[0]))
+        elif len(entries) >= MAX_ENTRIES:
+            problems.append(Problem(entry.source, f"ignored: more than {MAX_ENTRIES} files in one download"))
+        else:
+            entries.append(entry)
 
     def walk(path: Path, rel: str, depth: int) -> None:
         for child in sorted(path.iterdir()):
             name = f"{rel}/{child.name}" if rel else child.name
             source = f"{shown}/{name}"
-            if len(entries) >= MAX_ENTRIES:
-                problems.append(Problem(source, f"ignored: more than {MAX_ENTRIES} files in one download"))
-                return
             mode = child.lstat().st_mode
             if stat.S_ISLNK(mode):
                 problems.append(Problem(source, "refused: a symlink (downloads must be plain files)"))
@@ -105,54 +125,55 @@ def _entries(folder: Path, shown: str, cap: int, course: Course, parse) -> tuple
             elif not stat.S_ISREG(mode):
                 problems.append(Problem(source, "refused: not a regular file"))
             elif child.name.lower().endswith(".zip"):
-                if depth == 0 and parse(name) is not None:
+                if depth == 0 and owner(name) is not None:
                     problems.append(Problem(source, "ignored: a student's uploaded zip (not opened)"))
                 elif depth == 0:
-                    more, trouble = _zip_entries(child, source, cap, course)
-                    entries.extend(more)
-                    problems.extend(trouble)
+                    problems.extend(_zip_entries(child, source, cap, course, keep))
                 else:
                     problems.append(Problem(source, "ignored: a zip inside the download (not opened)"))
             else:
-                read = functools.partial(filing.read_file, child)
-                entries.append(Entry(source, name, child.lstat().st_mtime, read, child.lstat().st_size))
+                info = child.lstat()
+                keep(Entry(source, name, info.st_mtime, functools.partial(filing.read_file, child), info.st_size))
 
     walk(folder, "", 0)
-    kept, beyond = _within_owner_limits(entries, parse)
+    kept, beyond = _within_owner_limits(entries, owner)
     return kept, problems + beyond
 
 
-def _within_owner_limits(entries: list[Entry], parse) -> tuple[list[Entry], list[Problem]]:
-    """Each owner's entries (whose the LMS's name ``parse`` says they are; those it names as no one's together)
+def _within_owner_limits(entries: list[Entry], owner_of) -> tuple[list[Entry], list[Problem]]:
+    """Each owner's entries (whose the LMS's name says they are, ``owner_of``; those it names as no one's together)
     within MAX_OWNER_FILES and MAX_OWNER_BYTES: notebooks first, then in name order."""
     kept, problems, used = [], [], {}
     order = sorted(range(len(entries)), key=lambda i: not entries[i].name.endswith(".ipynb"))  # stable
     for i in order:
         entry = entries[i]
-        parsed = parse(entry.name)
-        owner = parsed.owner if parsed is not None else None
+        owner = owner_of(entry.name)
         files, size = used.get(owner, (0, 0))
         if files >= MAX_OWNER_FILES or size + entry.size > MAX_OWNER_BYTES:
-            whose = f"user {owner}'s files" if owner is not None else "files named as no one's"
-            limit = f"{MAX_OWNER_FILES} files, {MAX_OWNER_BYTES} bytes"
-            problems.append(Problem(entry.source, f"ignored: {whose} pass one student's limit in a download ({limit})"))
+            problems.append(_beyond(entry, owner))
             continue
         used[owner] = (files + 1, size + entry.size)
         kept.append(i)
     return [entries[i] for i in sorted(kept)], problems
 
 
-def _zip_entries(path: Path, shown: str, cap: int, course: Course) -> tuple[list[Entry], list[Problem]]:
+def _beyond(entry: Entry, owner: str | None) -> Problem:
+    whose = {None: "files named as no one's", SEVERAL_USERS: "files named as several users"}.get(owner)
+    whose = whose or f"user {owner}'s files"
+    limit = f"{MAX_OWNER_FILES} files, {MAX_OWNER_BYTES} bytes"
+    return Problem(entry.source, f"ignored: {whose} pass one student's limit in a download ({limit})")
+
+
+def _zip_entries(path: Path, shown: str, cap: int, course: Course, keep) -> list[Problem]:
+    """The LMS's zip's members, each given to ``keep``; returns the problems of the others."""
     if path.stat().st_size > MAX_CLASS_ZIP_BYTES:
-        return [], [Problem(shown, f"refused: a zip of more than {MAX_CLASS_ZIP_BYTES} bytes")]
+        return [Problem(shown, f"refused: a zip of more than {MAX_CLASS_ZIP_BYTES} bytes")]
     try:
         with filing.open_regular(path) as f, zipfile.ZipFile(f) as archive:
             members = archive.infolist()
     except Exception as e:  # a hostile file can make zipfile raise almost anything
-        return [], [Problem(shown, f"refused: not a readable zip ({filing.describe(e)})")]
-    if len(members) > MAX_ENTRIES:
-        return [], [Problem(shown, f"refused: {len(members)} members, more than {MAX_ENTRIES}")]
-    entries, problems = [], []
+        return [Problem(shown, f"refused: not a readable zip ({filing.describe(e)})")]
+    problems = []
     for member in members:
         name = _member_name(member)
         source = f"{shown}:{name}"
@@ -177,10 +198,8 @@ def _zip_entries(path: Path, shown: str, cap: int, course: Course) -> tuple[list
             mtime = datetime(*member.date_time, tzinfo=course.timezone).timestamp()
         except ValueError:
             mtime = None
-        entries.append(
-            Entry(source, name, mtime, functools.partial(filing.read_member, path, member), member.file_size)
-        )
-    return entries, problems
+        keep(Entry(source, name, mtime, functools.partial(filing.read_member, path, member), member.file_size))
+    return problems
 
 
 def _member_name(member: zipfile.ZipInfo) -> str:

@@ -73,6 +73,11 @@ def _named_for(filename: str, assignment: str) -> bool:
 # --- Canvas ---------------------------------------------------------------------------------------
 
 
+# Canvas's name part and its file's name are at most 255 characters each: a longer name is none of Canvas's (a zip
+# member's name of 65,535 "_1" groups has 32,000 readings, each with its own file name: 20 s and 2 GB).
+MAX_CANVAS_NAME = 1024
+
+
 @dataclass(frozen=True)
 class CanvasName:
     name: str  # Canvas's sanitized sortable name ("" under anonymous grading)
@@ -81,17 +86,13 @@ class CanvasName:
     attachment: str
     file: str  # the file's name as uploaded (with Canvas's "-1" for a re-upload)
 
-    @property
-    def owner(self) -> str:
-        return self.user
-
 
 def canvas_readings(base: str) -> list[CanvasName]:
     """Every way to read ``base`` as a Canvas download name (``lib/content_zipper.rb``: ``[name, "LATE", user
     id].join("_")``, then ``_<attachment id>_<file>``): one per place where two all-digit fields stand. Canvas reads
     the first back; but the name part is the student's own (a display name of ``eve_1001_99999``) and so is the
     file's, so an honest name has one reading and a name that reads as two users is no evidence of either."""
-    parts, readings = base.split("_"), []
+    parts, readings = base.split("_") if len(base) <= MAX_CANVAS_NAME else [], []
     for i in range(len(parts) - 2):
         anonymous = parts[i] == "anon" and i + 3 < len(parts) and parts[i + 2].isascii() and parts[i + 2].isdigit()
         if anonymous or (all_digits(parts[i]) and all_digits(parts[i + 1])):
@@ -109,6 +110,17 @@ def parse_canvas(base: str) -> CanvasName | None:
     """A Canvas download name read as Canvas reads it back: its first reading (:func:`canvas_readings`)."""
     readings = canvas_readings(base)
     return readings[0] if readings else None
+
+
+SEVERAL_USERS = "several users"  # the owner of every Canvas name that reads as several (collected for none)
+
+
+def canvas_owner(name: str) -> str | None:
+    """Whose a download's limits count it as: its user; every name that reads as several users is collected for
+    none of them, and counted for none of them (whose notebooks it would crowd out): all together; None: no Canvas
+    name."""
+    users = {r.user for r in canvas_readings(name.rsplit("/", 1)[-1])}
+    return SEVERAL_USERS if len(users) > 1 else next(iter(users), None)
 
 
 def all_digits(text: str) -> bool:
@@ -176,10 +188,6 @@ class MoodleName:
     plugin: str  # "file", "onlinetext", ...
     file: str  # the path inside the participant's folder
 
-    @property
-    def owner(self) -> str:
-        return self.participant
-
 
 def parse_moodle(path: str) -> MoodleName | None:
     """A path in Moodle's "Download all submissions" zip, read as Moodle's own feedback import reads it
@@ -191,6 +199,11 @@ def parse_moodle(path: str) -> MoodleName | None:
             rest = "/".join(([info[4]] if len(info) == 5 and info[4] else []) + parts)
             return MoodleName(info[0], info[1], info[3], rest) if rest else None
     return None
+
+
+def moodle_owner(path: str) -> str | None:
+    parsed = parse_moodle(path)
+    return parsed.participant if parsed is not None else None
 
 
 @dataclass(frozen=True)
