@@ -1646,6 +1646,17 @@ def test_a_gradebook_that_is_a_dangling_symlink_is_refused(tmp_path, monkeypatch
     assert not target.exists()
 
 
+def test_a_gradebook_that_is_no_database_is_refused_with_the_reason(tmp_path, monkeypatch):
+    """A gradebook.db of garbage stops the run with the refusal's message, not a traceback of sqlite3's."""
+    from word2bert_grader import gradebook
+
+    monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
+    root = course(tmp_path / "course")
+    (root / "gradebook.db").write_bytes(b"\x00" * 100 + b"not a database")
+    with pytest.raises(gradebook.RefusedGradebook, match="cannot be read as a gradebook"):
+        gradebook.prepare(root, ["01-word2vec"], root / "gradebook.db")
+
+
 def test_planted_scores_do_not_survive_regrading(graded):
     run = _side(graded, "planted")
     assert run["rc"] == 0, run["stderr"][-2000:]

@@ -600,3 +600,19 @@ def test_moodle_export_has_an_identifier_column_and_the_feedback_zip_moodle_impo
 
 def test_exported_cells_never_start_a_formula(tmp_path):
     assert lms_export._cell('=HYPERLINK("x")') == '\'=HYPERLINK("x")' and lms_export._cell("-3") == "-3"
+
+
+def test_the_commands_lms_sets_the_rosters_id_column_when_course_toml_names_none(tmp_path):
+    """`make autograde LMS=canvas ROSTER=...` with a course.toml that names no LMS: the roster is Canvas's, read by
+    Canvas's default id column (it was read by none, and refused)."""
+    root = tmp_path / "course"
+    folder = root / "downloads" / A
+    folder.mkdir(parents=True)
+    (folder / f"lovelaceada_1001_5001_{A}.ipynb").write_bytes(nb("ada's own work"))
+    when = calendar(root).for_lms("canvas")
+    assert when.lms.id_column == "SIS Login ID"
+    intake = lms.intake(
+        root, ASSIGNMENTS, root / "downloads", FIXTURES / "canvas" / "gradebook-export.csv", "canvas", when
+    )
+    assert "ada" in intake.allowed, intake.notes
+    assert (root / "submitted" / "ada" / A / f"{A}.ipynb").read_bytes() == nb("ada's own work")

@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command == "export":
         names = pipeline.assignments(root)
-        calendar = course.load(root, names)
-        name = args.lms or calendar.lms.name
+        calendar = course.load(root, names).for_lms(args.lms)
+        name = calendar.lms.name
         if name is None:
             parser.error("export: say which LMS (LMS=canvas or LMS=moodle), or set [lms] name in course.toml")
         path = args.roster or calendar.lms.roster

@@ -31,7 +31,7 @@ default in place, with that problem).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -70,6 +70,11 @@ class Course:
     late: LatePolicy = field(default_factory=LatePolicy)
     lms: LmsSettings = field(default_factory=LmsSettings)
     problems: list[str] = field(default_factory=list)
+
+    def for_lms(self, name: str | None) -> Course:
+        """This course as graded for the LMS ``name`` (the command's ``LMS=``; None: course.toml's): its roster's
+        id column then defaults to that LMS's, also where course.toml names no LMS."""
+        return replace(self, lms=replace(self.lms, name=name)) if name else self
 
     def due_for(self, student: str, assignment: str) -> datetime | None:
         """The student's due date of the assignment: their extension's, or everyone's."""

@@ -70,7 +70,13 @@ def prepare(root: Path, names: list[str], db: Path) -> None:
             template = Path(tmp) / "template.db"
             with Gradebook(f"sqlite:///{template}"):
                 pass
-            extra = _schema(db) - _schema(template)
+            try:
+                extra = _schema(db) - _schema(template)
+            except sqlite3.Error as error:  # no database, or one that only a write could make readable (a journal)
+                raise RefusedGradebook(
+                    f"{db} cannot be read as a gradebook ({error}). Move it away (keep a copy to inspect) and grade "
+                    "again: the grades are rebuilt."
+                ) from None
             if extra:
                 listed = ", ".join(sorted({f"{kind} {name}" for kind, name, _ in extra}))
                 raise RefusedGradebook(

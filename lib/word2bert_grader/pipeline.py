@@ -168,8 +168,8 @@ def autograde(
         except Unavailable as error:
             sys.exit(f"make autograde: cannot grade safely on this machine.\n{error}")
     names = assignments(root)
-    calendar = course.load(root, names)
-    intake = lms.intake(root, names, downloads, roster or calendar.lms.roster, lms_name or calendar.lms.name, calendar)
+    calendar = course.load(root, names).for_lms(lms_name)
+    intake = lms.intake(root, names, downloads, roster or calendar.lms.roster, calendar.lms.name, calendar)
     allowed = intake.allowed
     refused: list[Result] = []
     ignored: list[str] = []
