@@ -259,15 +259,11 @@ def test_one_students_thousand_uploads_cost_only_their_own_files(tmp_path):
     assert len(beyond) == 6 and all(p.source.startswith(f"{A}/submissions.zip:turingalan_1003_") for p in beyond)
 
 
-@pytest.mark.parametrize("zipped", [False, True], ids=["unpacked", "zipped"])
-def test_uploads_under_a_name_holding_another_users_ids_cost_that_user_nothing(tmp_path, monkeypatch, zipped):
-    """Jürgen (1002) renamed himself "aaa_1001_1": his uploads read first as Ada's (1001) and sort before hers. They
-    are collected for no one; nor may they count against Ada's limits, before her own notebook."""
-    monkeypatch.setattr(lms_collect, "MAX_OWNER_FILES", 3)
+def collect_canvas(tmp_path: Path, files: dict[str, bytes], zipped: bool):
+    """Canvas's download of assignment A holding ``files`` (name -> bytes), unpacked or as Canvas's zip, collected
+    with the Canvas roster."""
     folder = tmp_path / "downloads" / A
     folder.mkdir(parents=True)
-    files = {f"aaa_1001_1_1002_{6000 + n}_{A}-{n}.ipynb": nb(f"jürgen {n}") for n in range(3)}
-    files[f"lovelaceada_1001_5001_{A}.ipynb"] = nb("ada's own work")
     if zipped:
         with zipfile.ZipFile(folder / "submissions.zip", "w") as archive:
             for name, data in files.items():
@@ -276,9 +272,19 @@ def test_uploads_under_a_name_holding_another_users_ids_cost_that_user_nothing(t
         for name, data in files.items():
             (folder / name).write_bytes(data)
     roster = lms.read_roster(FIXTURES / "canvas" / "gradebook-export.csv", "canvas", "SIS Login ID")
-    collected, problems = lms.collect(
+    return lms.collect(
         tmp_path / "downloads", tmp_path / "submitted", ASSIGNMENTS, "canvas", roster, calendar(tmp_path)
     )
+
+
+@pytest.mark.parametrize("zipped", [False, True], ids=["unpacked", "zipped"])
+def test_uploads_under_a_name_holding_another_users_ids_cost_that_user_nothing(tmp_path, monkeypatch, zipped):
+    """Jürgen (1002) renamed himself "aaa_1001_1": his uploads read first as Ada's (1001) and sort before hers. They
+    are collected for no one; nor may they count against Ada's limits, before her own notebook."""
+    monkeypatch.setattr(lms_collect, "MAX_OWNER_FILES", 3)
+    files = {f"aaa_1001_1_1002_{6000 + n}_{A}-{n}.ipynb": nb(f"jürgen {n}") for n in range(3)}
+    files[f"lovelaceada_1001_5001_{A}.ipynb"] = nb("ada's own work")
+    collected, problems = collect_canvas(tmp_path, files, zipped)
     # unsafe: Jürgen's three notebooks filled user 1001's limit of 3 files, and Ada's was ignored: no grade for her
     assert [c.student for c in collected] == ["ada"], problems
     assert (tmp_path / "submitted" / "ada" / A / f"{A}.ipynb").read_bytes() == nb("ada's own work")
@@ -299,21 +305,9 @@ def test_one_students_uploads_never_fill_the_class_download(tmp_path, monkeypatc
     beyond their own limits are set aside as they are read, and never count against it."""
     monkeypatch.setattr(lms_collect, "MAX_OWNER_FILES", 3)
     monkeypatch.setattr(lms_collect, "MAX_ENTRIES", 10)
-    folder = tmp_path / "downloads" / A
-    folder.mkdir(parents=True)
     files = {upload.format(n=6000 + n): b"x" for n in range(11)}  # Jürgen, named to be read before Ada
     files[f"lovelaceada_1001_5001_{A}.ipynb"] = nb("ada's own work")
-    if zipped:
-        with zipfile.ZipFile(folder / "submissions.zip", "w") as archive:
-            for name, data in files.items():
-                archive.writestr(name, data)
-    else:
-        for name, data in files.items():
-            (folder / name).write_bytes(data)
-    roster = lms.read_roster(FIXTURES / "canvas" / "gradebook-export.csv", "canvas", "SIS Login ID")
-    collected, problems = lms.collect(
-        tmp_path / "downloads", tmp_path / "submitted", ASSIGNMENTS, "canvas", roster, calendar(tmp_path)
-    )
+    collected, problems = collect_canvas(tmp_path, files, zipped)
     # unsafe: Jürgen's 11 files passed the download's limit of 10: the walk stopped before Ada's notebook, or the
     # class's zip was refused whole
     assert [c.student for c in collected] == ["ada"], problems
