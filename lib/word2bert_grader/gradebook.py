@@ -22,6 +22,9 @@ class RefusedGradebook(RuntimeError):
     pass
 
 
+_MOVE_IT_AWAY = "Move it away (keep a copy to inspect) and grade again: the grades are rebuilt."
+
+
 def _api(root: Path, db: Path, release_directory: Path | None = None):
     """nbgrader's Python API on course ``root`` (its nbgrader_config.py applies), gradebook ``db``."""
     from nbgrader.apps import NbGraderAPI
@@ -73,16 +76,11 @@ def prepare(root: Path, names: list[str], db: Path) -> None:
             try:
                 extra = _schema(db) - _schema(template)
             except sqlite3.Error as error:  # no database, or one that only a write could make readable (a journal)
-                raise RefusedGradebook(
-                    f"{db} cannot be read as a gradebook ({error}). Move it away (keep a copy to inspect) and grade "
-                    "again: the grades are rebuilt."
-                ) from None
+                raise RefusedGradebook(f"{db} cannot be read as a gradebook ({error}). {_MOVE_IT_AWAY}") from None
             if extra:
                 listed = ", ".join(sorted({f"{kind} {name}" for kind, name, _ in extra}))
-                raise RefusedGradebook(
-                    f"{db} holds what nbgrader does not make ({listed}); it may have been tampered with. "
-                    "Move it away (keep a copy to inspect) and grade again: the grades are rebuilt."
-                )
+                tampered = f"{db} holds what nbgrader does not make ({listed}); it may have been tampered with."
+                raise RefusedGradebook(f"{tampered} {_MOVE_IT_AWAY}")
         generate(root, names, db, Path(tmp) / "release")
 
 

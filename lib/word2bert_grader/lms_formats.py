@@ -115,11 +115,16 @@ def parse_canvas(base: str) -> CanvasName | None:
 SEVERAL_USERS = "several users"  # the owner of every Canvas name that reads as several (collected for none)
 
 
+def canvas_users(base: str) -> list[str]:
+    """The users a Canvas download name reads as: one for an honest name (anonymous grading's ``anon_`` ids count)."""
+    return sorted({r.user for r in canvas_readings(base)})
+
+
 def canvas_owner(name: str) -> str | None:
     """Whose a download's limits count it as: its user; every name that reads as several users is collected for
     none of them, and counted for none of them (whose notebooks it would crowd out): all together; None: no Canvas
     name."""
-    users = {r.user for r in canvas_readings(name.rsplit("/", 1)[-1])}
+    users = canvas_users(name.rsplit("/", 1)[-1])
     return SEVERAL_USERS if len(users) > 1 else next(iter(users), None)
 
 
@@ -148,7 +153,7 @@ def canvas_notebooks(
             continue
         # A name that reads as two users holds another user's ids in a part of the student's choosing (a display
         # name, a file name): whoever is on the roster, neither reading can be trusted.
-        users = sorted({r.user for r in readings if not r.user.startswith("anon_")})
+        users = canvas_users(base)
         if len(users) > 1:
             problems.append(
                 Problem(
