@@ -46,11 +46,14 @@ def test_fused_step_is_sgd_step(context, threads):
     before = plain.input_vectors.weight.clone(), plain.output_vectors.weight.clone()
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
+    lrs = [0.05, 0.04, 0.03]
     try:
-        for step in range(3):
-            inputs, mask, targets, noise = batch(40, 300, 5, context, seed=step)
-            loss = plain.sgd_step(inputs, targets, noise, mask, 0.05)
-            assert fused.fused_sgd_step(inputs, targets, noise, mask, 0.05) == pytest.approx(loss, rel=1e-5)
+        inputs, mask, targets, noise = batch(40, 700, 5, context, seed=0)  # three batches: 300, 300, the last 100
+        loss = sum(
+            plain.sgd_step(*(None if t is None else t[b : b + 300] for t in (inputs, targets, noise, mask)), lr)
+            for lr, b in zip(lrs, range(0, 700, 300))
+        )
+        assert fused.fused_sgd_steps(inputs, targets, noise, mask, lrs, 300) == pytest.approx(loss, rel=1e-5)
     finally:
         torch.set_num_threads(previous)
     for table, start in zip(["input_vectors", "output_vectors"], before):
@@ -110,3 +113,19 @@ def test_two_processes_build_the_kernel_once(tmp_path):
     assert [p.name for p in (tmp_path / "cache" / "kernels").iterdir() if not p.name.endswith(".lock")] == [
         os.path.basename(outputs[0])
     ], "a temporary build folder was left behind"
+
+
+@needs_compiler
+def test_the_kernel_refuses_ids_outside_the_tables():
+    """It writes where the ids point: a word id past the tables, or a bag past the rows, is an error, not a write
+    into memory beyond them."""
+    model = w2v.Word2VecModel(10, 8)
+    before = [p.clone() for p in model.parameters()]
+    inputs, targets, noise = torch.tensor([1, 2]), torch.tensor([3, 10]), torch.tensor([[4], [5]])
+    with pytest.raises(RuntimeError, match="outside the tables"):
+        model.fused_sgd_steps(inputs, targets, noise, None, [0.1], 2)
+    mask = torch.tensor([[True, True], [True, False]])
+    with pytest.raises(RuntimeError, match="one learning rate per batch"):
+        model.fused_sgd_steps(torch.tensor([[1, 2], [3, 4]]), targets.clamp(max=9), noise, mask, [0.1], 1)
+    for p, start in zip(model.parameters(), before):
+        assert torch.equal(p, start), "a refused call changed the tables"

@@ -271,7 +271,8 @@ class TrainedVectors:
         self.device = resolve(device)
         self.loss_history = []
         if sentences is not None:
-            sentences = [list(s) for s in sentences]
+            if not (isinstance(sentences, list | tuple) and all(isinstance(s, list | tuple) for s in sentences)):
+                sentences = [list(s) for s in sentences]  # read twice (vocabulary, training): iterators kept first
             self.build_vocab(sentences)
             self.train(sentences, **train_options)
 

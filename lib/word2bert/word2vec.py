@@ -88,7 +88,8 @@ def sample_noise(
     keep, alias = table
     slot = torch.randint(len(keep), shape, generator=generator, device=generator.device).to(keep.device)
     u = torch.rand(shape, generator=generator, device=generator.device).to(keep.device)
-    return torch.where(u < keep[slot], slot, alias[slot])
+    flat = slot.view(-1)  # index_select: the same rows as keep[slot], at half the time
+    return torch.where(u < keep.index_select(0, flat).view(shape), slot, alias.index_select(0, flat).view(shape))
 
 
 def shrunk_windows(
@@ -250,23 +251,27 @@ class Word2VecModel(nn.Module):
         return loss.item()
 
     @torch.no_grad()
-    def fused_sgd_step(
+    def fused_sgd_steps(
         self,
         inputs: torch.Tensor,
         targets: torch.Tensor,
         noise: torch.Tensor,
         input_mask: torch.Tensor | None,
-        lr: float,
+        lrs: Sequence[float],
+        batch_size: int,
     ) -> float:
-        """``sgd_step`` as one compiled CPU kernel (``word2bert.kernels``): the same step, the same vectors to float
-        rounding, about three times faster. Needs ``kernels.word2vec_step()``, which is None where it cannot build."""
+        """``sgd_step`` on each batch of ``batch_size`` examples in turn, batch i with learning rate ``lrs[i]``, as
+        one compiled CPU kernel (``word2bert.kernels``): the same steps, the same vectors to float rounding, and no
+        return to Python between batches. Returns the summed loss. Needs ``kernels.word2vec_step()``, which is None
+        where it cannot be built."""
         kernel = kernels.word2vec_step()
         syn0, syn1 = self.input_vectors.weight, self.output_vectors.weight
         outputs = torch.cat([targets[:, None], noise], 1)
+        lrs = torch.tensor(lrs, dtype=torch.float64)
         if input_mask is None:
-            return kernel(syn0, syn1, inputs, None, outputs, lr)
+            return kernel(syn0, syn1, inputs, None, outputs, lrs, batch_size)
         offsets = F.pad(input_mask.sum(1).cumsum(0), (1, 0))  # CBOW: example b's context is rows offsets[b]:[b + 1]
-        return kernel(syn0, syn1, inputs[input_mask], offsets, outputs, lr)
+        return kernel(syn0, syn1, inputs[input_mask], offsets, outputs, lrs, batch_size)
 
 
 class Word2Vec(TrainedVectors):
@@ -351,7 +356,6 @@ class Word2Vec(TrainedVectors):
     ) -> None:
         cfg, device = self.config, self.device
         fused = fused and not autograd and device.type == "cpu" and kernels.word2vec_step() is not None
-        step = self.model.fused_sgd_step if fused else self.model.sgd_step
         ids, sentence = encode_corpus(sentences, self.vocab)
         counts = torch.tensor(self.vocab.counts, dtype=torch.float64)
         keep = keep_probability(counts, cfg.sample).to(device)
@@ -377,31 +381,40 @@ class Word2Vec(TrainedVectors):
                 examples = self._examples(chunk_ids[kept], chunk_sentence[kept], generator)
                 n = len(examples[-1])
                 order = torch.randperm(n, generator=generator, device=device)
-                examples = [None if t is None else t[order] for t in examples]
+                examples = [None if t is None else t.index_select(0, order) for t in examples]
                 examples.append(sample_noise(noise, (n, cfg.negative), generator))
-                loss_sum, step_words = 0.0, (end - start) / max(n, 1)
-                for b in range(0, n, cfg.batch_size):
-                    lr = linear_learning_rate(cfg.alpha, cfg.min_alpha, done[0] / total)
-                    inputs, mask, targets, negatives = (
-                        None if t is None else t[b : b + cfg.batch_size] for t in examples
-                    )
-                    if autograd:
-                        for group in optimizer.param_groups:
-                            group["lr"] = lr
-                        loss = self.model(inputs, targets, negatives, mask)
-                        optimizer.zero_grad(set_to_none=True)
-                        loss.backward()
-                        optimizer.step()
-                        loss_sum += loss.item()
-                    else:
-                        loss_sum += step(inputs, targets, negatives, mask, lr)
-                    with lock:
-                        done[0] += step_words * len(targets)
+                # the rate falls with the corpus words trained on, by all workers: each batch of the chunk counts
+                # for its share of the chunk's words (gensim, too, sets it per job)
+                first, step_words = done[0], (end - start) / max(n, 1)
+                lrs = [
+                    linear_learning_rate(cfg.alpha, cfg.min_alpha, (first + step_words * b) / total)
+                    for b in range(0, n, cfg.batch_size)
+                ]
+                if fused:  # every batch of the chunk in one call of the compiled kernel
+                    inputs, mask, targets, negatives = examples
+                    loss_sum = self.model.fused_sgd_steps(inputs, targets, negatives, mask, lrs, cfg.batch_size)
+                else:
+                    loss_sum = 0.0
+                    for lr, b in zip(lrs, range(0, n, cfg.batch_size)):
+                        inputs, mask, targets, negatives = (
+                            None if t is None else t[b : b + cfg.batch_size] for t in examples
+                        )
+                        if autograd:
+                            for group in optimizer.param_groups:
+                                group["lr"] = lr
+                            loss = self.model(inputs, targets, negatives, mask)
+                            optimizer.zero_grad(set_to_none=True)
+                            loss.backward()
+                            optimizer.step()
+                            loss_sum += loss.item()
+                        else:
+                            loss_sum += self.model.sgd_step(inputs, targets, negatives, mask, lr)
                 with lock:
-                    done[0] += (end - start) - step_words * n  # a chunk without examples counts too
+                    done[0] += end - start
                     self.loss_history.append(loss_sum / max(n, 1))
                     bar.update(end - start)
-                    bar.set_postfix(loss=f"{self.loss_history[-1]:.3f}", lr=f"{lr:.4f}")
+                    rate = lrs[-1] if lrs else linear_learning_rate(cfg.alpha, cfg.min_alpha, first / total)
+                    bar.set_postfix(loss=f"{self.loss_history[-1]:.3f}", lr=f"{rate:.4f}")
 
         workers = max(1, workers) if device.type == "cpu" else 1  # threads share one GPU no faster
         # one worker: torch's threads, one per idle core; several: one thread each, the workers are the parallelism

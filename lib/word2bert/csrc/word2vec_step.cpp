@@ -10,6 +10,7 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -44,17 +45,20 @@ inline void prefetch_row(const T* p, int64_t n, bool write) {
   }
 }
 
+// One batch: examples [0, B), whose input rows are row[b] (skip-gram) or row[off[b]:off[b + 1]] (CBOW) and whose
+// output rows are out[b * J: (b + 1) * J], the target first. Returns the batch's summed loss.
 template <typename T>
-double step(at::Tensor& syn0, at::Tensor& syn1, const at::Tensor& rows, const std::optional<at::Tensor>& offsets,
-            const at::Tensor& outputs, double lr) {
-  const int64_t B = outputs.size(0), J = outputs.size(1), D = syn0.size(1);
-  T* w0 = syn0.data_ptr<T>();
-  T* w1 = syn1.data_ptr<T>();
-  const int64_t* row = rows.data_ptr<int64_t>();
-  const int64_t* out = outputs.data_ptr<int64_t>();
-  const int64_t* off = offsets ? offsets->data_ptr<int64_t>() : nullptr;  // CBOW: bag b is rows[off[b]:off[b+1]]
-  std::vector<T> hidden(B * D), back(B * D, T(0)), error(B * J);
-  std::vector<double> loss(B);
+double step(T* w0, T* w1, const int64_t D, const int64_t* row, const int64_t* off, const int64_t* out,
+            const int64_t B, const int64_t J, const double lr) {
+  // buffers kept between batches and calls: a fresh [B, D] vector is a fresh mmap, whose first touches fault
+  static thread_local std::vector<T> hidden_, back_, error_;
+  static thread_local std::vector<double> loss_;
+  hidden_.resize(B * D);
+  back_.assign(B * D, T(0));
+  error_.resize(B * J);
+  loss_.resize(B);
+  T *hidden = hidden_.data(), *back = back_.data(), *error = error_.data();
+  double* loss = loss_.data();
 
   // reads only: h (the center's vector, or the mean of the context's), the scores, the errors and the input
   // side's steps sum_j error_j v'_j
@@ -119,25 +123,55 @@ double step(at::Tensor& syn0, at::Tensor& syn1, const at::Tensor& rows, const st
     }
   });
   double total = 0;
-  for (double l : loss) total += l;
+  for (int64_t b = 0; b < B; ++b) total += loss[b];
   return total;
 }
 
-double sgd_step(at::Tensor syn0, at::Tensor syn1, const at::Tensor& rows, const std::optional<at::Tensor>& offsets,
-                const at::Tensor& outputs, double lr) {
+// Every batch of a chunk in turn, batch i with learning rate lrs[i]: what the training loop would do with one call
+// per batch, without coming back to Python (and its GIL) in between.
+double sgd_steps(at::Tensor syn0, at::Tensor syn1, const at::Tensor& rows, const std::optional<at::Tensor>& offsets,
+                 const at::Tensor& outputs, const at::Tensor& lrs, int64_t batch_size) {
   TORCH_CHECK(syn0.device().is_cpu() && syn0.is_contiguous() && syn1.is_contiguous(), "CPU, contiguous tables");
-  TORCH_CHECK(syn0.scalar_type() == syn1.scalar_type() && syn0.sizes() == syn1.sizes(), "tables of one shape");
-  TORCH_CHECK(rows.scalar_type() == at::kLong && outputs.scalar_type() == at::kLong, "int64 word ids");
+  TORCH_CHECK(syn0.scalar_type() == syn1.scalar_type() && syn0.sizes() == syn1.sizes() && syn0.dim() == 2,
+              "two tables of one shape [V, D]");
+  TORCH_CHECK(rows.scalar_type() == at::kLong && outputs.scalar_type() == at::kLong && outputs.dim() == 2,
+              "int64 word ids, outputs [N, 1 + K]");
+  const int64_t N = outputs.size(0), J = outputs.size(1), V = syn0.size(0), D = syn0.size(1);
+  TORCH_CHECK(batch_size > 0 && lrs.numel() == (N + batch_size - 1) / batch_size, "one learning rate per batch");
+  TORCH_CHECK(offsets ? offsets->numel() == N + 1 : rows.numel() == N, "one input row (or bag) per example");
   const auto rows_c = rows.contiguous(), outputs_c = outputs.contiguous();
-  const auto offsets_c = offsets ? std::optional<at::Tensor>(offsets->contiguous()) : std::nullopt;
-  return AT_DISPATCH_FLOATING_TYPES(syn0.scalar_type(), "word2vec_sgd_step",
-                                    [&] { return step<scalar_t>(syn0, syn1, rows_c, offsets_c, outputs_c, lr); });
+  const auto lrs_c = lrs.to(at::kDouble).contiguous();
+  const auto offsets_c = offsets ? offsets->contiguous() : at::Tensor();
+  // the kernel writes where the ids point: an id outside the tables, or a bag outside rows, is an error
+  for (const auto* ids : {&rows_c, &outputs_c}) {
+    const int64_t* p = ids->data_ptr<int64_t>();
+    TORCH_CHECK(std::all_of(p, p + ids->numel(), [V](int64_t id) { return id >= 0 && id < V; }),
+                "word ids outside the tables");
+  }
+  if (offsets) {
+    TORCH_CHECK(offsets_c.scalar_type() == at::kLong, "int64 offsets");
+    const int64_t* p = offsets_c.data_ptr<int64_t>();
+    TORCH_CHECK(p[0] == 0 && p[N] == rows.numel() && std::is_sorted(p, p + N + 1), "offsets rise from 0 to len(rows)");
+  }
+  return AT_DISPATCH_FLOATING_TYPES(syn0.scalar_type(), "word2vec_sgd_steps", [&] {
+    const int64_t* row = rows_c.data_ptr<int64_t>();
+    const int64_t* out = outputs_c.data_ptr<int64_t>();
+    const int64_t* off = offsets ? offsets_c.data_ptr<int64_t>() : nullptr;
+    const double* lr = lrs_c.data_ptr<double>();
+    double total = 0;
+    for (int64_t b0 = 0, i = 0; b0 < N; b0 += batch_size, ++i) {
+      const int64_t B = std::min(batch_size, N - b0);
+      total += step<scalar_t>(syn0.data_ptr<scalar_t>(), syn1.data_ptr<scalar_t>(), D, off ? row : row + b0,
+                              off ? off + b0 : nullptr, out + b0 * J, B, J, lr[i]);
+    }
+    return total;
+  });
 }
 
 }  // namespace
 
 TORCH_LIBRARY(word2bert, m) {
-  m.def("word2vec_sgd_step(Tensor(a!) syn0, Tensor(b!) syn1, Tensor rows, Tensor? offsets, Tensor outputs, float lr)"
-        " -> float");
-  m.impl("word2vec_sgd_step", c10::DispatchKey::CPU, TORCH_FN(sgd_step));
+  m.def("word2vec_sgd_steps(Tensor(a!) syn0, Tensor(b!) syn1, Tensor rows, Tensor? offsets, Tensor outputs, "
+        "Tensor lrs, int batch_size) -> float");
+  m.impl("word2vec_sgd_steps", c10::DispatchKey::CPU, TORCH_FN(sgd_steps));
 }
