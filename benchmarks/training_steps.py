@@ -1,6 +1,6 @@
 """GPT and BERT training steps against Hugging Face at the course checkpoints' sizes, in one interleaved run.
 
-    python benchmarks/training_steps.py [--busy] [--repeats 10] [--profile]
+    python benchmarks/training_steps.py [--busy] [--repeats 10] [--profile] [--compile] [--bf16]
     TQDM_DISABLE=1 python benchmarks/training_steps.py --loops [--seconds 2]
 
 A step is what ``training.train_step`` does: loss, backward, gradient clipping, AdamW. Ours and Hugging Face's
@@ -13,7 +13,8 @@ thread counts: one; torch's default (every core, what the course's loops used be
 (``pretraining.PretrainingObjective``: the MLM head on the masked positions only; Hugging Face's
 ``BertForPreTraining`` and our ``BertForPreTraining.forward`` run it on every position). ``--busy`` adds a
 competing process that keeps one core busy on the same cores. ``--profile`` prints where ours spends a step's
-time, by operator.
+time, by operator. ``--bf16`` adds ours and Hugging Face's under CPU bf16 autocast, reported in rows of their own
+(it says whether the CPU computes in bf16 natively).
 
 ``--loops`` runs a few seconds of each of the course's training loops (word2vec, GloVe, ELMo, GPT, BERT
 pre-training, fine-tuning) alone and then beside the busy neighbour, on the library's default threads
@@ -55,6 +56,27 @@ def step_fn(model, loss_of, fused: bool):
         optimizer.step()
 
     return step
+
+
+def bf16(loss_of):
+    """The loss under CPU bf16 autocast: matrix products in bfloat16, the weights and the optimizer in float32."""
+
+    def loss(model):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return loss_of(model)
+
+    return loss
+
+
+def native_bf16() -> bool:
+    """Whether this CPU computes in bfloat16 itself (AVX-512 BF16 or AMX on x86, BF16 on Arm); without, oneDNN
+    converts to float32 and back around every product."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = {w for line in f if line.startswith(("flags", "Features")) for w in line.split()}
+    except OSError:
+        return False
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
 def gpt_pair(layers=4, hidden=128, heads=4, vocab=8000, batch=32, seq=64):
@@ -241,6 +263,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, nargs="+", help="thread counts (default: 1, torch's, cpu_threads())")
     parser.add_argument("--models", nargs="+", choices=["GPT", "BERT"], default=["GPT", "BERT"])
     parser.add_argument("--compile", action="store_true", help="also ours with torch.compile'd loss (minutes)")
+    parser.add_argument("--bf16", action="store_true", help="also ours and HF under CPU bf16 autocast")
     parser.add_argument("--loops", action="store_true", help="each training loop alone and beside a busy process")
     parser.add_argument("--seconds", type=float, default=2.0, help="--loops: about how long a run takes alone")
     parser.add_argument("--only", nargs="+", help="--loops: these loops only (names as printed)")
@@ -250,6 +273,8 @@ def main(argv: list[str] | None = None) -> None:
     default_threads = torch.get_num_threads()
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {len(os.sched_getaffinity(0))} cores, torch default {default_threads} threads")
+    if args.bf16:
+        print(f"native bf16 on this CPU: {'yes' if native_bf16() else 'no (emulated: expect it slower)'}")
     for name, pair in [("GPT", gpt_pair), ("BERT", bert_pair)]:
         if name not in args.models:
             continue
@@ -277,6 +302,9 @@ def main(argv: list[str] | None = None) -> None:
                 }
                 if compiled:
                     steps["ours, torch.compile'd loss, fused AdamW"] = compiled
+                if args.bf16:
+                    steps["ours, bf16 autocast, fused AdamW"] = step_fn(ours, bf16(ours_loss), fused=True)
+                    steps["HF, bf16 autocast, foreach AdamW"] = step_fn(hf, bf16(hf_loss), fused=False)
                 for who, (model, loss_of) in extra.items():
                     steps[who] = step_fn(model, loss_of, fused=True)
                 t = median_seconds(steps, args.repeats)

@@ -11,7 +11,8 @@ The pieces, in the order training uses them:
 Training is SGD on batches of examples, with the C code's learning rate that falls linearly to almost zero. Two
 ways to take a step give the same vectors: ``Word2VecModel.forward`` is the loss, for ``loss.backward()`` and an
 optimizer (the plain path); ``Word2VecModel.sgd_step`` writes its gradient out and adds it to the rows the batch
-touches, which is what the C code's inner loop does pair by pair (the fast path, used by default). Several worker
+touches, which is what the C code's inner loop does pair by pair (the fast path; on a CPU ``fused_sgd_steps`` runs
+its arithmetic compiled, a chunk of batches per call, by default). Several worker
 threads can share the tables without locks (Hogwild, as the C code and gensim do). ``Word2Vec`` follows gensim's
 interface: the vectors it trains live apart, in ``word2bert.vectors.KeyedVectors`` (``model.wv``), as gensim
 keeps them, and the word tests that score them in ``word2bert.word_tests``.
@@ -282,11 +283,11 @@ class Word2Vec(TrainedVectors):
     ``workers`` threads train at once on a CPU, as gensim's do. The default is one (gensim's is three): only one
     worker gives the same vectors on every run, which a course wants, and on a vocabulary of a few hundred words
     (the toy world), where every batch updates the same rows, threads cost CBOW some neighbour purity.
-    On a CPU each step runs ``fused_sgd_step``, ``sgd_step``'s arithmetic compiled into one kernel (where a C++
-    compiler can build it: ``word2bert.kernels``); ``fused=False`` runs ``sgd_step`` itself, the torch code the
-    book shows, and ``autograd=True`` takes each step with ``loss.backward()`` and ``torch.optim.SGD``: all three
-    give the same vectors, to float rounding. With one worker on a CPU, training runs on ``threads`` torch threads, by
-    default one per idle core (``word2bert.device.cpu_threads``).
+    On a CPU a chunk's steps run in one call of ``fused_sgd_steps``, ``sgd_step``'s arithmetic compiled into one
+    kernel (where a C++ compiler can build it: ``word2bert.kernels``); ``fused=False`` runs ``sgd_step`` itself,
+    the torch code the book shows, and ``autograd=True`` takes each step with ``loss.backward()`` and
+    ``torch.optim.SGD``: all three give the same vectors, to float rounding. With one worker on a CPU, training runs
+    on ``threads`` torch threads, by default one per idle core (``word2bert.device.cpu_threads``).
     """
 
     config_class = Word2VecConfig
