@@ -73,7 +73,7 @@ export: setup ## Grades and feedback in an LMS's import formats: exports/canvas-
 similarity: setup ## Similar answers across the class and against solutions/: reports/similarity.html and .csv
 	$(BIN)/python -m word2bert_grader --root "$(or $(COURSE),.)" similarity $(ARGS)
 
-checkpoints: setup ## Retrain the committed checkpoints (word2vec on English, ELMo, GPT, BERT); 4-5 hours on one CPU thread (ELMo 2-3, GPT and BERT 1 each, word2vec under 1; ELMo took 66 min with 2 threads, 4 on a GPU)
+checkpoints: setup ## Retrain the committed checkpoints (word2vec on English, ELMo, GPT, BERT); on one CPU thread about 3 hours of training (ELMo 75 min, BERT 62, GPT 34, word2vec 1: benchmarks/README.md) plus reading the text and the probes; ELMo took 4 min on a GPU
 	$(BIN)/python -m word2bert.scripts.train_word2vec --threads 1
 	$(BIN)/python -m word2bert.scripts.train_elmo --threads 1 --num-tokens 1000000 --english-fraction 0.5 \
 		--wordnet-fraction 0 --vocab-size 12000 --epochs 5
