@@ -66,7 +66,7 @@ OURS = dict(device="cpu", progress=False)
 
 
 def train_both(sentences, threads: int, **hyper):
-    """(our model, seconds), (gensim's vectors, seconds), with the same hyper-parameters and threads."""
+    """(our vectors, seconds), (gensim's vectors, seconds), with the same hyper-parameters and threads."""
     torch.set_num_threads(threads)
     start = time.perf_counter()
     ours = w2v.Word2Vec(sentences, device="cpu", workers=threads, progress=False, **hyper)
@@ -74,7 +74,7 @@ def train_both(sentences, threads: int, **hyper):
     start = time.perf_counter()
     theirs = GensimWord2Vec(sentences, workers=threads, **hyper)
     theirs_time = time.perf_counter() - start
-    return (ours, ours_time), (gensim_vectors(theirs), theirs_time)
+    return (ours.wv, ours_time), (gensim_vectors(theirs), theirs_time)
 
 
 def table(header: list[str], rows: list[list[str]]) -> None:
@@ -97,11 +97,11 @@ def course_regime(threads: list[int], repeats: int) -> None:
         for sg in (1, 0):
             runs = [train_both(sentences, n, sg=sg, seed=seed, **hyper) for seed in range(repeats)]
             # WordNet tests from one vocabulary (the same for every seed), so both models answer the same questions
-            wordnet_tests = evaluation.wordnet_word_tests(runs[0][0][0].wv, n=500) if wordnet_available() else None
+            wordnet_tests = evaluation.wordnet_word_tests(runs[0][0][0], n=500) if wordnet_available() else None
             name = "skip-gram" if sg else "CBOW"
             speeds = {}
             for k, who in enumerate(["word2bert", "gensim"]):
-                scores = [course_scores(r[k][0].wv if k == 0 else r[k][0], wordnet_tests) for r in runs]
+                scores = [course_scores(r[k][0], wordnet_tests) for r in runs]
                 speeds[who] = words * 5 / statistics.median(r[k][1] for r in runs)
                 header = header or ["model", "threads", "words/s", "ours / gensim"] + list(scores[0])
                 cells = [
@@ -127,7 +127,7 @@ def rare_regime(threads: list[int], seeds: int, sizes: list[int]) -> None:
                     sentences, questions = analogy_corpus(size, seed=seed)
                     words = sum(map(len, sentences))
                     (ours, ours_time), (theirs, theirs_time) = train_both(sentences, n, sg=sg, seed=seed, **hyper)
-                    for who, wv, seconds in [("word2bert", ours.wv, ours_time), ("gensim", theirs, theirs_time)]:
+                    for who, wv, seconds in [("word2bert", ours, ours_time), ("gensim", theirs, theirs_time)]:
                         acc[who].append(evaluation.analogy_accuracy(wv, questions))
                         speed[who].append(words * hyper["epochs"] / seconds)
                 singletons = sum(c == 1 for c in ours.vocab.counts) / len(ours.vocab)

@@ -27,7 +27,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         target = targets.clamp(min=0)[:, None]
         log_probs = torch.log_softmax(logits, dim=-1)
         del logits
-        loss = -(log_probs.gather(1, target).squeeze(1) * kept).sum() / kept.sum()  # NaN if none counts
+        loss = -(log_probs.gather(1, target).squeeze(1) * scale).sum()  # NaN if none counts
         grad = log_probs.exp_()  # softmax(logits), in place of the log-probabilities
         grad.scatter_add_(1, target, torch.full_like(target, -1, dtype=grad.dtype))  # minus the one-hot target
         ctx.save_for_backward(x, weight, bias, grad, scale)
