@@ -2048,3 +2048,22 @@ def test_odd_cell_metadata_is_just_a_student_cell(graded):
     # on the whole submission ("the grader failed: TypeError: unhashable type"), and correct answers
     # score 0 (a fault reported as transient, so every run grades it again)
     assert row["status"] == "graded" and float(row["score"]) == full("01-word2vec"), row
+
+
+def test_a_gradebook_damaged_past_its_schema_is_refused_and_kept(tmp_path, monkeypatch):
+    """A gradebook.db whose schema page reads but whose later pages are damaged (a disk error, a bad copy) stops the
+    run with the refusal's message and is left as it was."""
+    from word2bert_grader import gradebook
+
+    monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
+    root = course(tmp_path / "course")
+    db = root / "gradebook.db"
+    gradebook.prepare(root, ["01-word2vec"], db)
+    damaged = bytearray(db.read_bytes())
+    middle = len(damaged) // 2
+    damaged[middle : middle + 4096] = b"\xab" * 4096
+    db.write_bytes(bytes(damaged))
+    # unsafe: the schema check passes, and nbgrader's generate_assignment exits with its traceback
+    with pytest.raises(gradebook.RefusedGradebook, match="cannot be read as a gradebook"):
+        gradebook.prepare(root, ["01-word2vec"], db)
+    assert db.read_bytes() == damaged, "the instructor's gradebook is left as it was"

@@ -49,9 +49,13 @@ def generate(root: Path, names: list[str], db: Path, release_directory: Path | N
 
 
 def _schema(db: Path) -> set[tuple[str, str, str]]:
-    """Every table, index, view and trigger, with its SQL (a redefined column is a change too)."""
+    """Every table, index, view and trigger, with its SQL (a redefined column is a change too); a database whose pages
+    are damaged past its schema raises, as nbgrader would once it wrote to it."""
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
+        damage = [row for (row,) in connection.execute("PRAGMA quick_check") if row != "ok"]
+        if damage:
+            raise sqlite3.DatabaseError(f"damaged: {'; '.join(damage[:3])}")
         return {
             (kind, name, " ".join((sql or "").split()))
             for kind, name, sql in connection.execute("SELECT type, name, sql FROM sqlite_master")
