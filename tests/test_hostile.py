@@ -28,6 +28,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -2067,3 +2068,26 @@ def test_a_gradebook_damaged_past_its_schema_is_refused_and_kept(tmp_path, monke
     with pytest.raises(gradebook.RefusedGradebook, match="cannot be read as a gradebook"):
         gradebook.prepare(root, ["01-word2vec"], db)
     assert db.read_bytes() == damaged, "the instructor's gradebook is left as it was"
+
+
+def test_autograde_stops_on_a_refused_gradebook_with_the_message_alone(tmp_path):
+    """`make autograde`'s command, on a gradebook.db it refuses: the refusal's message and a failed exit, no traceback,
+    and the instructor's file as it was."""
+    root = course(tmp_path / "course")
+    write(root, "alice", "01-word2vec", release_nb("01-word2vec"))
+    garbage = b"\x00" * 100 + b"not a database"
+    (root / "gradebook.db").write_bytes(garbage)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    run = subprocess.run(
+        [sys.executable, "-m", "word2bert_grader", "--root", str(root), "autograde", "--jobs", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    # unsafe: RefusedGradebook reaches the instructor as a Python traceback of the grader's own code
+    assert run.returncode != 0, run.stdout[-2000:]
+    assert "cannot be read as a gradebook" in run.stderr, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert (root / "gradebook.db").read_bytes() == garbage
+    assert not (root / "grades.csv").exists()
