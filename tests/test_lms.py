@@ -98,6 +98,11 @@ def test_rosters_map_each_lms_id_to_a_student_and_report_the_rows_they_cannot():
             "line 4: SIS Login ID 'c' is also on line 3: left out|line 5: 2 fields, the header has 5|"
             "line 5 (G): the id has no SIS Login ID: left out",
         ),
+        # unsafe: both rows kept, user 1's downloads went to the first and the export gave Canvas two rows for user 1
+        (
+            'Student,ID,SIS User ID,SIS Login ID,Section\n"A",1,,a,S\n"M",1,,m,S\n',
+            "line 3: ID '1' is also on line 2: left out",
+        ),
     ],
 )
 def test_malformed_rosters_are_reported_row_by_row(tmp_path, text, expected):
