@@ -2091,3 +2091,26 @@ def test_autograde_stops_on_a_refused_gradebook_with_the_message_alone(tmp_path)
     assert "Traceback" not in run.stderr, run.stderr[-2000:]
     assert (root / "gradebook.db").read_bytes() == garbage
     assert not (root / "grades.csv").exists()
+
+
+def test_a_gradebook_another_program_is_writing_is_refused_and_kept(tmp_path, monkeypatch):
+    """A gradebook.db that another program holds a write lock on (another run, formgrader saving) stops the run with
+    the refusal's message, and that program's transaction is left to it."""
+    from word2bert_grader import gradebook
+
+    monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
+    root = course(tmp_path / "course")
+    db = root / "gradebook.db"
+    gradebook.prepare(root, ["01-word2vec"], db)
+    before = db.read_bytes()
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO student (id) VALUES ('being-added')")
+    try:
+        # unsafe: the schema check reads past the lock, and nbgrader's generate_assignment exits with its traceback
+        with pytest.raises(gradebook.RefusedGradebook, match="being written by another program"):
+            gradebook.prepare(root, ["01-word2vec"], db)
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+    assert db.read_bytes() != before, "the other program's write went through"

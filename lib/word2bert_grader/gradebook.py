@@ -64,6 +64,16 @@ def _schema(db: Path) -> set[tuple[str, str, str]]:
         connection.close()
 
 
+def _check_unlocked(db: Path) -> None:
+    """Raises where another program holds a write lock on ``db`` (another run, formgrader saving a score), which
+    nbgrader would wait for and then fail on with its traceback; takes the lock and lets it go, writing nothing."""
+    connection = sqlite3.connect(db, timeout=5)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+    finally:
+        connection.close()
+
+
 def prepare(root: Path, names: list[str], db: Path) -> None:
     """Check ``db`` against an empty gradebook that nbgrader makes now, then register the assignments.
 
@@ -85,6 +95,13 @@ def prepare(root: Path, names: list[str], db: Path) -> None:
                 listed = ", ".join(sorted({f"{kind} {name}" for kind, name, _ in extra}))
                 tampered = f"{db} holds what nbgrader does not make ({listed}); it may have been tampered with."
                 raise RefusedGradebook(f"{tampered} {_MOVE_IT_AWAY}")
+            try:
+                _check_unlocked(db)
+            except sqlite3.Error as error:
+                raise RefusedGradebook(
+                    f"{db} is being written by another program ({error}): grade again once it is done (another make "
+                    "autograde, formgrader saving a score)."
+                ) from None
         generate(root, names, db, Path(tmp) / "release")
 
 
