@@ -28,6 +28,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -2048,3 +2049,68 @@ def test_odd_cell_metadata_is_just_a_student_cell(graded):
     # on the whole submission ("the grader failed: TypeError: unhashable type"), and correct answers
     # score 0 (a fault reported as transient, so every run grades it again)
     assert row["status"] == "graded" and float(row["score"]) == full("01-word2vec"), row
+
+
+def test_a_gradebook_damaged_past_its_schema_is_refused_and_kept(tmp_path, monkeypatch):
+    """A gradebook.db whose schema page reads but whose later pages are damaged (a disk error, a bad copy) stops the
+    run with the refusal's message and is left as it was."""
+    from word2bert_grader import gradebook
+
+    monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
+    root = course(tmp_path / "course")
+    db = root / "gradebook.db"
+    gradebook.prepare(root, ["01-word2vec"], db)
+    damaged = bytearray(db.read_bytes())
+    middle = len(damaged) // 2
+    damaged[middle : middle + 4096] = b"\xab" * 4096
+    db.write_bytes(bytes(damaged))
+    # unsafe: the schema check passes, and nbgrader's generate_assignment exits with its traceback
+    with pytest.raises(gradebook.RefusedGradebook, match="cannot be read as a gradebook"):
+        gradebook.prepare(root, ["01-word2vec"], db)
+    assert db.read_bytes() == damaged, "the instructor's gradebook is left as it was"
+
+
+def test_autograde_stops_on_a_refused_gradebook_with_the_message_alone(tmp_path):
+    """`make autograde`'s command, on a gradebook.db it refuses: the refusal's message and a failed exit, no traceback,
+    and the instructor's file as it was."""
+    root = course(tmp_path / "course")
+    write(root, "alice", "01-word2vec", release_nb("01-word2vec"))
+    garbage = b"\x00" * 100 + b"not a database"
+    (root / "gradebook.db").write_bytes(garbage)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    run = subprocess.run(
+        [sys.executable, "-m", "word2bert_grader", "--root", str(root), "autograde", "--jobs", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    # unsafe: RefusedGradebook reaches the instructor as a Python traceback of the grader's own code
+    assert run.returncode != 0, run.stdout[-2000:]
+    assert "cannot be read as a gradebook" in run.stderr, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert (root / "gradebook.db").read_bytes() == garbage
+    assert not (root / "grades.csv").exists()
+
+
+def test_a_gradebook_another_program_is_writing_is_refused_and_kept(tmp_path, monkeypatch):
+    """A gradebook.db that another program holds a write lock on (another run, formgrader saving) stops the run with
+    the refusal's message, and that program's transaction is left to it."""
+    from word2bert_grader import gradebook
+
+    monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
+    root = course(tmp_path / "course")
+    db = root / "gradebook.db"
+    gradebook.prepare(root, ["01-word2vec"], db)
+    before = db.read_bytes()
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO student (id) VALUES ('being-added')")
+    try:
+        # unsafe: the schema check reads past the lock, and nbgrader's generate_assignment exits with its traceback
+        with pytest.raises(gradebook.RefusedGradebook, match="being written by another program"):
+            gradebook.prepare(root, ["01-word2vec"], db)
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+    assert db.read_bytes() != before, "the other program's write went through"

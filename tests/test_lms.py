@@ -13,6 +13,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import threading
 import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -97,6 +99,11 @@ def test_rosters_map_each_lms_id_to_a_student_and_report_the_rows_they_cannot():
             "line 2 (A, B): the id has characters other than letters, digits and . _ @ -: left out|"
             "line 4: SIS Login ID 'c' is also on line 3: left out|line 5: 2 fields, the header has 5|"
             "line 5 (G): the id has no SIS Login ID: left out",
+        ),
+        # unsafe: both rows kept, user 1's downloads went to the first and the export gave Canvas two rows for user 1
+        (
+            'Student,ID,SIS User ID,SIS Login ID,Section\n"A",1,,a,S\n"M",1,,m,S\n',
+            "line 3: ID '1' is also on line 2: left out",
         ),
     ],
 )
@@ -594,6 +601,26 @@ def test_moodle_export_has_an_identifier_column_and_the_feedback_zip_moodle_impo
 
 def test_exported_cells_never_start_a_formula(tmp_path):
     assert lms_export._cell('=HYPERLINK("x")') == '\'=HYPERLINK("x")' and lms_export._cell("-3") == "-3"
+
+
+def test_a_roster_that_is_a_fifo_is_reported_not_waited_on(tmp_path):
+    """ROSTER= naming a FIFO (or a link to one): reported as unreadable at once; a link to a plain file still reads."""
+    fifo = tmp_path / "roster.csv"
+    os.mkfifo(fifo)
+    # unsafe: reading the roster waits for a writer for ever (here, one that comes after 3 s and writes nothing)
+    writer = threading.Timer(3, lambda: os.close(os.open(fifo, os.O_RDWR)))
+    writer.start()
+    try:
+        problems = lms.read_roster(fifo, "canvas", "SIS Login ID").problems
+    finally:
+        writer.join()
+    assert problems == ["roster roster.csv cannot be read (Refused: not a regular file)"], problems
+    (tmp_path / "link.csv").symlink_to(FIXTURES / "canvas" / "gradebook-export.csv")
+    assert [p.student for p in lms.read_roster(tmp_path / "link.csv", "canvas", "SIS Login ID").people] == [
+        "ada",
+        "jmuller",
+        "aturing",
+    ]
 
 
 def test_the_commands_lms_sets_the_rosters_id_column_when_course_toml_names_none(tmp_path):

@@ -49,13 +49,27 @@ def generate(root: Path, names: list[str], db: Path, release_directory: Path | N
 
 
 def _schema(db: Path) -> set[tuple[str, str, str]]:
-    """Every table, index, view and trigger, with its SQL (a redefined column is a change too)."""
+    """Every table, index, view and trigger, with its SQL (a redefined column is a change too); a database whose pages
+    are damaged past its schema raises, as nbgrader would once it wrote to it."""
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
+        damage = [row for (row,) in connection.execute("PRAGMA quick_check") if row != "ok"]
+        if damage:
+            raise sqlite3.DatabaseError(f"damaged: {'; '.join(damage[:3])}")
         return {
             (kind, name, " ".join((sql or "").split()))
             for kind, name, sql in connection.execute("SELECT type, name, sql FROM sqlite_master")
         }
+    finally:
+        connection.close()
+
+
+def _check_unlocked(db: Path) -> None:
+    """Raises where another program holds a write lock on ``db`` (another run, formgrader saving a score), which
+    nbgrader would wait for and then fail on with its traceback; takes the lock and lets it go, writing nothing."""
+    connection = sqlite3.connect(db, timeout=5)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
     finally:
         connection.close()
 
@@ -81,6 +95,13 @@ def prepare(root: Path, names: list[str], db: Path) -> None:
                 listed = ", ".join(sorted({f"{kind} {name}" for kind, name, _ in extra}))
                 tampered = f"{db} holds what nbgrader does not make ({listed}); it may have been tampered with."
                 raise RefusedGradebook(f"{tampered} {_MOVE_IT_AWAY}")
+            try:
+                _check_unlocked(db)
+            except sqlite3.Error as error:
+                raise RefusedGradebook(
+                    f"{db} is being written by another program ({error}): grade again once it is done (another make "
+                    "autograde, formgrader saving a score)."
+                ) from None
         generate(root, names, db, Path(tmp) / "release")
 
 

@@ -50,13 +50,13 @@ def read_roster(path: Path, lms: str, id_column: str) -> Roster:
     """The roster of an LMS's gradebook export; every problem is in ``Roster.problems`` (never raises)."""
     roster = Roster(lms)
     try:
-        with open(path, "rb") as stream:
+        with filing.open_regular(path, follow_links=True) as stream:
             data = stream.read(MAX_ROSTER_BYTES + 1)
         if len(data) > MAX_ROSTER_BYTES:
             raise ValueError(f"larger than {MAX_ROSTER_BYTES // 2**20} MB")
         text = data.decode("utf-8-sig")
         rows = list(csv.reader(io.StringIO(text, newline="")))
-    except (OSError, UnicodeError, ValueError, csv.Error) as error:
+    except (OSError, UnicodeError, ValueError, csv.Error, filing.Refused) as error:
         roster.problems.append(f"roster {path.name} cannot be read ({type(error).__name__}: {error})")
         return roster
     if not rows:
@@ -73,6 +73,7 @@ def read_roster(path: Path, lms: str, id_column: str) -> Roster:
         )
         return roster
     seen: dict[str, int] = {}
+    seen_lms_ids: dict[str, int] = {}  # Canvas's user ids: a download's owner, and whose feedback Canvas attaches
     for number, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):
             continue
@@ -97,8 +98,15 @@ def read_roster(path: Path, lms: str, id_column: str) -> Roster:
                 f"roster {path.name} line {number}: {id_column} {student!r} is also on line {seen[student]}: left out"
             )
             continue
-        seen[student] = number
         lms_id = values.get("ID", "") if lms == "canvas" else ""
+        if lms_id in seen_lms_ids:
+            roster.problems.append(
+                f"roster {path.name} line {number}: ID {lms_id!r} is also on line {seen_lms_ids[lms_id]}: left out"
+            )
+            continue
+        seen[student] = number
+        if lms_id:
+            seen_lms_ids[lms_id] = number
         roster.people.append(Person(student, name, lms_id, {k: values.get(k, "") for k in identity if k in values}))
     return roster
 

@@ -214,11 +214,14 @@ def autograde(
             )
     previous, kept_notes = kept(root, kept_tasks)
     notes += kept_notes
-    gradebook.prepare(
-        root,
-        sorted({t.assignment for t in tasks + kept_tasks} | {r.assignment for r in results}),
-        root / "gradebook.db",
-    )
+    try:
+        gradebook.prepare(
+            root,
+            sorted({t.assignment for t in tasks + kept_tasks} | {r.assignment for r in results}),
+            root / "gradebook.db",
+        )
+    except gradebook.RefusedGradebook as error:
+        sys.exit(f"make autograde: {error}")
     graded, reused = run_all(root, tasks, jobs or os.cpu_count() or 1, scheduler)
     results += graded + previous
     late = {}
