@@ -98,11 +98,9 @@ def type_problem(member: zipfile.ZipInfo) -> str | None:
 # --- Reading and writing notebooks ----------------------------------------------------------------
 
 
-def open_regular(path: Path, follow_links: bool = False):
-    """``path`` opened for binary reading, refused if it has become a symlink (unless ``follow_links``: an
-    instructor's file) or a special file (a FIFO, whose reading would wait for a writer for ever)."""
-    flags = os.O_NONBLOCK if follow_links else _FOLLOW_NOTHING
-    f = open(path, "rb", opener=lambda p, more: os.open(p, more | flags))
+def open_regular(path: Path):
+    """``path`` opened for binary reading, refused if it has become a symlink or a special file."""
+    f = open(path, "rb", opener=lambda p, flags: os.open(p, flags | _FOLLOW_NOTHING))
     if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
         f.close()
         raise Refused("not a regular file")

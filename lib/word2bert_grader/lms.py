@@ -65,7 +65,7 @@ from pathlib import Path
 
 from word2bert_grader import downloads
 from word2bert_grader.course import Course
-from word2bert_grader.filing import Problem, Refused
+from word2bert_grader.filing import Problem
 from word2bert_grader.lms_collect import collect
 from word2bert_grader.lms_export import Grade, export, read_grades
 from word2bert_grader.lms_formats import CanvasName, MoodleName, Record, parse_canvas, parse_moodle
@@ -111,7 +111,7 @@ def intake(
     else:
         try:
             allowed = downloads.read_roster(roster) if roster else None
-        except (OSError, UnicodeError, ValueError, csv.Error, Refused) as error:
+        except (OSError, UnicodeError, ValueError, csv.Error) as error:
             notes.append(f"roster {roster} cannot be read ({error}): every student is graded")
             allowed = None
     problems: list[Problem] = []
