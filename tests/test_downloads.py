@@ -1,4 +1,4 @@
-"""word2bert_grader.downloads: LMS downloads -> submitted/<student>/<assignment>/<assignment>.ipynb.
+"""word2bert_grader.intake.downloads: LMS downloads -> submitted/<student>/<assignment>/<assignment>.ipynb.
 
 Each test builds a downloads folder (zips made with zipfile) in tmp_path, collects it, and checks
 the exact outcome: who was collected with which bytes, each problem's reason, that nothing was
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from word2bert_grader import downloads, filing
-from word2bert_grader.downloads import Collected, Problem, collect, read_roster
+from word2bert_grader.intake import downloads, filing
+from word2bert_grader.intake.downloads import Collected, Problem, collect, read_roster
 
 ASSIGNMENTS = ("01-word2vec", "05-bert-finetuning")
 OLD, NEW = "2026-01-05-09-00-00", "2026-01-05-10-00-00"  # 9 < 10 as numbers and as text

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from word2bert_grader import executors, gradebook, pipeline
+from word2bert_grader import executors, pipeline
+from word2bert_grader.outputs import gradebook
 from word2bert_grader.task import Result, Settings, Submission
 
 ROOT = Path(__file__).resolve().parents[1]

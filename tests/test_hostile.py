@@ -202,7 +202,7 @@ sys.setprofile = lambda *a: None
 sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_NoLibrary"]
 sys.path[:0] = ["@REPO@/lib", "/work/main/lib"]
 imported = []
-for name in ("word2bert.word2vec", "word2bert", "word2bert_grader", "word2bert_grader.harness"):
+for name in ("word2bert.word2vec", "word2bert", "word2bert_grader", "word2bert_grader.remote.harness"):
     try:
         importlib.import_module(name)
         imported.append(name)
@@ -225,7 +225,7 @@ EXFIL_FILES = r"""
 import glob, json, os
 paths = ["@COURSE@/solutions/01-word2vec/01-word2vec.ipynb", "@COURSE@/solutions/01-word2vec/answer-key.txt",
          "@COURSE@/gradebook.db", "@COURSE@/submitted/honest-01/01-word2vec/01-word2vec.ipynb",
-         "@REPO@/solutions/01-word2vec/01-word2vec.ipynb", "@REPO@/lib/word2bert_grader/harness.py",
+         "@REPO@/solutions/01-word2vec/01-word2vec.ipynb", "@REPO@/lib/word2bert_grader/remote/harness.py",
          "@REPO@/lib/word2bert/word2vec.py", "@HOSTHOME@/.ssh/id_rsa", os.path.expanduser("~/.ssh/id_rsa"),
          "/etc/shadow", "/etc/passwd", "/opt/word2bert-sandbox/runner.py"]
 for path in paths:
@@ -946,7 +946,7 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
 def gradebook_courses(base: Path) -> dict[str, Path]:
     """A course root whose gradebook.db holds manual scores and extra credit on test cells before grading (one release
     submission), as formgrader lets an instructor type them."""
-    from word2bert_grader import gradebook
+    from word2bert_grader.outputs import gradebook
     from word2bert_grader.task import Result
 
     root = course(base / "planted")
@@ -1597,7 +1597,7 @@ def _side(graded, name) -> dict:
 
 def test_a_gradebook_that_is_no_database_is_refused_with_the_reason(tmp_path, monkeypatch):
     """A gradebook.db of garbage stops the run with the refusal's message, not a traceback of sqlite3's."""
-    from word2bert_grader import gradebook
+    from word2bert_grader.outputs import gradebook
 
     monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
     root = course(tmp_path / "course")
@@ -2002,7 +2002,7 @@ def test_odd_cell_metadata_is_just_a_student_cell(graded):
 def test_a_gradebook_damaged_past_its_schema_is_refused_and_kept(tmp_path, monkeypatch):
     """A gradebook.db whose schema page reads but whose later pages are damaged (a disk error, a bad copy) stops the
     run with the refusal's message and is left as it was."""
-    from word2bert_grader import gradebook
+    from word2bert_grader.outputs import gradebook
 
     monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
     root = course(tmp_path / "course")

@@ -1,4 +1,4 @@
-"""Canvas and Moodle in and out (word2bert_grader.lms), due dates and late penalties (course, deadlines).
+"""Canvas and Moodle in and out (word2bert_grader.intake.lms), due dates and late penalties (course, deadlines).
 
 The fixtures in tests/fixtures/lms/ are written from the LMSs' own documentation and source: Canvas's
 gradebook export and the names of its "Download Submissions" zip (lib/content_zipper.rb), Moodle's grade export
@@ -21,8 +21,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from word2bert_grader import course, deadlines, lms, lms_collect, lms_export, lms_formats
-from word2bert_grader.reports import GRADES_COLUMNS
+from word2bert_grader.intake import course, deadlines, lms, lms_collect, lms_formats
+from word2bert_grader.outputs import exports as lms_export
+from word2bert_grader.outputs.reports import GRADES_COLUMNS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lms"
 A = "01-word2vec"

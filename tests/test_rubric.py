@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from word2bert_grader import notebook
+from word2bert_grader import assignment as notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "exercises" / "instructors.md"

@@ -19,9 +19,11 @@ import pytest
 import torch
 from torch import nn
 
-from word2bert_grader import feedback, notebook, wire
-from word2bert_grader.proxy import SandboxFailure, Session, StudentError, UnreadableFailure
-from word2bert_grader.sandbox import Limits, Sandbox, Unavailable, check_available
+from word2bert_grader import assignment as notebook
+from word2bert_grader.outputs import feedback
+from word2bert_grader.remote.proxy import SandboxFailure, Session, StudentError, UnreadableFailure
+from word2bert_grader.sandbox import wire
+from word2bert_grader.sandbox.process import Limits, Sandbox, Unavailable, check_available
 from word2bert_grader.task import Result
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -109,7 +111,7 @@ def test_wire_refuses_a_tensor_read_twice_and_oversized_headers():
 
 
 def test_the_runner_answers_the_wires_requests_and_no_others():
-    from word2bert_grader.runner import Runner
+    from word2bert_grader.sandbox.runner import Runner
 
     handlers = {name.removeprefix("op_") for name in vars(Runner) if name.startswith("op_")}
     assert handlers == set(wire.Op), (
@@ -119,9 +121,9 @@ def test_the_runner_answers_the_wires_requests_and_no_others():
 
 def test_the_cache_key_covers_every_module_that_decides_a_grade():
     """A grader module whose change can change a grade is in the result cache's key (cache.GRADING_MODULES): every
-    module the grading process imports (harness, and what it imports), the runner (the sandbox's side), and the
+    module the grading process imports (the harness, and what it imports), the runner (the sandbox's side), and the
     executors, whose row for a submission stopped at its wall-clock limit is cached too. Otherwise a result graded
-    under the old code is reused after a change (the split of sandbox.py added three such modules by hand)."""
+    under the old code is reused after a change."""
     import ast
     from pathlib import Path
 
@@ -134,19 +136,20 @@ def test_the_cache_key_covers_every_module_that_decides_a_grade():
         tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
         found = set()
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "word2bert_grader":
-                found |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("word2bert_grader."):
-                found.add(node.module.split(".")[1])
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("word2bert_grader"):
+                base = node.module.removeprefix("word2bert_grader").strip(".").replace(".", "/")
+                found |= {f"{base}/{a.name}".strip("/") for a in node.names} | {base}
+            elif isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None:  # the runner's wire
+                found |= {f"{Path(name).parent}/{a.name}" for a in node.names}
         return {m for m in found if (folder / f"{m}.py").is_file()}
 
-    deciding, todo = set(), ["harness", "executors", "runner"]
+    deciding, todo = set(), ["remote/harness", "executors", "sandbox/runner"]
     while todo:
         name = todo.pop()
         if name not in deciding:
             deciding.add(name)
             todo += imported(name)
-    assert deciding - {"executors"} >= {"sandbox", "bwrap", "seccomp", "cgroups", "proxy", "wire"}  # the walk works
+    assert deciding >= {"sandbox/process", "sandbox/bwrap", "sandbox/seccomp", "remote/proxy", "sandbox/wire"}
     assert deciding <= set(GRADING_MODULES), f"not in the cache key: {sorted(deciding - set(GRADING_MODULES))}"
 
 

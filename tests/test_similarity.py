@@ -1,4 +1,4 @@
-"""`make similarity`: copies are flagged, independent correct answers are not (word2bert_grader.similarity).
+"""`make similarity`: copies are flagged, independent correct answers are not (word2bert_grader.outputs.similarity).
 
 A small class of exercise 1 is written into a copy of the course (nothing is graded: the report reads
 submitted/): two students with different correct implementations of every function (the graders' fixtures,
@@ -119,7 +119,7 @@ def test_a_copied_class_whose_self_is_renamed_is_still_a_copy():
     from copydetect import compare_files
     from helpers.grading import solution_code
 
-    from word2bert_grader import similarity
+    from word2bert_grader.outputs import similarity
 
     settings = similarity.Settings()
     answers = solution_code("02-elmo").values()

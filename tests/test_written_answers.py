@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from word2bert_grader import feedback, notebook
-from word2bert_grader.gradebook import Recorded
+from word2bert_grader import assignment as notebook
+from word2bert_grader.outputs import feedback
+from word2bert_grader.outputs.gradebook import Recorded
 from word2bert_grader.pipeline import total
 from word2bert_grader.task import Result
 

@@ -1,5 +1,5 @@
-"""``python -m word2bert_grader release|autograde|export|similarity``: see :mod:`word2bert_grader.pipeline`,
-:mod:`word2bert_grader.lms` and :mod:`word2bert_grader.similarity`."""
+"""``python -m word2bert_grader release|autograde|export|similarity``: see :mod:`pipeline`,
+:mod:`intake.lms` and :mod:`outputs.similarity`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import argparse
 import json
 from pathlib import Path
 
-from word2bert_grader import course, lms, pipeline, similarity
-from word2bert_grader.sandbox import printable
+from word2bert_grader import pipeline
+from word2bert_grader.intake import course, lms
+from word2bert_grader.outputs import similarity
+from word2bert_grader.sandbox.process import printable
 
 
 def main(argv: list[str] | None = None) -> None:

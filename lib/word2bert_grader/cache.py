@@ -13,16 +13,18 @@ from pathlib import Path
 
 import word2bert
 import word2bert_grader
-from word2bert_grader import notebook
+from word2bert_grader import assignment as notebook
 from word2bert_grader.task import Result, Submission
 
 CACHE = ".grading-cache"
 
 # The modules that decide a result: the worker's code, and the executors (a submission stopped at their wall-clock
-# limit gets their row, which is cached too); editing the pipeline, the LMS formats or the reports regrades nothing.
+# limit gets their row, which is cached too); editing the pipeline, the intake or the reports regrades nothing.
 GRADING_MODULES = (
-    *("harness", "task", "notebook", "feedback", "proxy", "mirror", "wire", "executors"),
-    *("sandbox", "bwrap", "seccomp", "cgroups", "launch", "runner"),
+    *("assignment", "task", "executors", "outputs/feedback"),
+    *("remote/harness", "remote/proxy", "remote/mirror"),
+    *("sandbox/process", "sandbox/bwrap", "sandbox/seccomp", "sandbox/cgroups", "sandbox/launch", "sandbox/runner"),
+    "sandbox/wire",
 )
 
 

@@ -1,7 +1,7 @@
 """Where submissions are graded: a pool of local processes, or a Dask cluster.
 
-A task is a :class:`~word2bert_grader.task.Submission`; its result, the
-:class:`~word2bert_grader.task.Result` of :func:`word2bert_grader.harness.grade`. Nothing is shared but these
+A task is a :class:`~task.Submission`; its result, the
+:class:`~task.Result` of :func:`remote.harness.grade`. Nothing is shared but these
 values, so workers need no folder of the course: a Dask worker only needs the project installed and bubblewrap.
 
 Both executors run every submission in a fresh fork of a process that has imported torch already
@@ -38,7 +38,8 @@ MARGIN = 120  # seconds past the grader's own limit for a whole submission befor
 
 def deadline(task: Submission) -> float:
     """Seconds task ``task`` may take in all, on any executor."""
-    from word2bert_grader import harness, notebook
+    from word2bert_grader import assignment as notebook
+    from word2bert_grader.remote import harness
 
     return harness.backstop(notebook.read_cells(task.source), task.settings) + MARGIN
 
@@ -53,7 +54,7 @@ def overtime(task: Submission, limit: float) -> Result:
 
 def _kill(pids) -> None:
     """Kill grading processes, and free their sandboxes' cgroups (their own clean-up never runs)."""
-    from word2bert_grader.cgroups import Cgroup
+    from word2bert_grader.sandbox.cgroups import Cgroup
 
     for pid in pids:
         try:
@@ -66,7 +67,7 @@ def _kill(pids) -> None:
 
 def fork_pool(workers: int) -> ProcessPoolExecutor:
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["torch", "word2bert_grader.harness"])
+    context.set_forkserver_preload(["torch", "word2bert_grader.remote.harness"])
     return ProcessPoolExecutor(
         max_workers=workers, mp_context=context, max_tasks_per_child=1, initializer=_exit_with, initargs=(os.getpid(),)
     )
@@ -96,7 +97,7 @@ def failed(task: Submission, reason: str) -> Result:
 
 def local(tasks: list[Submission], jobs: int, grade_one=None) -> Iterator[Result]:
     """``jobs`` worker processes on this machine, each grading one task with ``grade_one`` (by default
-    :func:`word2bert_grader.harness.grade_in_own_process`; a test passes a stand-in).
+    :func:`remote.harness.grade_in_own_process`; a test passes a stand-in).
 
     A worker's death breaks the whole pool. The submissions that were not started yet go back in the queue;
     those being graded at that moment are graded again at the end, one at a time, where a death is their own
@@ -150,7 +151,7 @@ def _late(folder: str, running: set[int], limits: dict[int, float]) -> dict[int,
 
 def _started(folder: str, i: int, task: Submission, grade_one=None) -> Result:
     """In a pool process: leave a mark that task ``i`` has started (when, by whom), then grade it."""
-    from word2bert_grader.harness import grade_in_own_process
+    from word2bert_grader.remote.harness import grade_in_own_process
 
     with open(os.path.join(folder, str(i)), "w", encoding="utf-8") as mark:
         mark.write(str(os.getpid()))
@@ -159,7 +160,7 @@ def _started(folder: str, i: int, task: Submission, grade_one=None) -> Result:
 
 def _alone(task: Submission, limit: float, grade_one=None) -> Result:
     """A submission whose worker died while grading it, graded again by itself in a pool of its own."""
-    from word2bert_grader.harness import grade_in_own_process
+    from word2bert_grader.remote.harness import grade_in_own_process
 
     for _ in range(ATTEMPTS - 1):
         pool = fork_pool(1)
@@ -188,7 +189,7 @@ def grade_in_fork(task: Submission) -> Result:
     two seconds more: start workers with ``--no-nanny`` or DASK_DISTRIBUTED__WORKER__DAEMON=False).
     """
     global _POOL
-    from word2bert_grader.harness import grade_in_own_process
+    from word2bert_grader.remote.harness import grade_in_own_process
 
     limit = deadline(task)
     if multiprocessing.current_process().daemon:
@@ -215,7 +216,7 @@ def _grade_in_subprocess(task: Submission, limit: float) -> Result:
     for _ in range(ATTEMPTS):
         try:
             run = subprocess.run(
-                [sys.executable, "-m", "word2bert_grader.harness"],
+                [sys.executable, "-m", "word2bert_grader.remote.harness"],
                 input=payload.encode(),
                 capture_output=True,
                 check=False,

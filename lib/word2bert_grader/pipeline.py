@@ -4,15 +4,15 @@
     python -m word2bert_grader autograde   # submitted/ -> grades.csv, feedback/ (make autograde)
 
 Both run in a course root holding ``nbgrader_config.py`` and ``solutions/`` (this repository, or an
-instructor's private copy of it). Each submission is graded by :func:`word2bert_grader.harness.grade`
+instructor's private copy of it). Each submission is graded by :func:`remote.harness.grade`
 in a worker process of its own, on this machine (``--jobs`` at a time) or on a Dask cluster
-(``--scheduler``, :mod:`word2bert_grader.executors`); its student code runs in a sandbox inside that.
+(``--scheduler``, :mod:`executors`); its student code runs in a sandbox inside that.
 The workers return data; this process alone writes the gradebook, ``grades.csv``,
 ``feedback/<student>/<assignment>/<assignment>.html``, ``autograded/`` and the result cache
 ``.grading-cache/`` (by the hash of the submission, its source, the settings and the grader's own
 code: a re-run grades only what changed, and an interrupted run resumes). A submission that cannot be
 graded is scored zero with its reason, and every submission gets exactly one row. The cache is
-:mod:`word2bert_grader.cache`'s; what is written for the instructor, :mod:`word2bert_grader.reports`'.
+:mod:`cache`'s; what is written for the instructor, :mod:`outputs.reports`'.
 """
 
 from __future__ import annotations
@@ -25,12 +25,15 @@ from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
-from word2bert_grader import course, deadlines, executors, gradebook, lms, notebook
+from word2bert_grader import assignment as notebook
+from word2bert_grader import executors
 from word2bert_grader.cache import cache_key, cached, kept, remember, remember_latest, written_to_regrade
-from word2bert_grader.feedback import failure_page, with_lateness
-from word2bert_grader.reports import UNSAFE_BANNER, summary, write_grades, write_outputs
-from word2bert_grader.reports import total as total  # re-exported: the tests read it here
-from word2bert_grader.sandbox import Limits, Unavailable, check_available, printable
+from word2bert_grader.intake import course, deadlines, lms
+from word2bert_grader.outputs import gradebook
+from word2bert_grader.outputs.feedback import failure_page, with_lateness
+from word2bert_grader.outputs.reports import UNSAFE_BANNER, summary, write_grades, write_outputs
+from word2bert_grader.outputs.reports import total as total  # re-exported: the tests read it here
+from word2bert_grader.sandbox.process import Limits, Unavailable, check_available, printable
 from word2bert_grader.task import Result, Settings, Submission
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import base64
 from dataclasses import asdict, dataclass, field, fields
 
-from word2bert_grader import notebook
-from word2bert_grader.bwrap import Limits
+from word2bert_grader import assignment as notebook
+from word2bert_grader.sandbox.bwrap import Limits
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Canvas's and Moodle's download layouts: whose each downloaded file is, from the LMS's names and Moodle's grading
-worksheet, and the :class:`Record` the collector keeps of it (see :mod:`word2bert_grader.lms`)."""
+worksheet, and the :class:`Record` the collector keeps of it (see :mod:`intake.lms`)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from word2bert_grader import filing
-from word2bert_grader.course import Course
-from word2bert_grader.deadlines import LMS_RECORD
-from word2bert_grader.filing import Problem
-from word2bert_grader.lms_roster import MAX_ROSTER_BYTES, Roster
+from word2bert_grader.intake import filing
+from word2bert_grader.intake.course import Course
+from word2bert_grader.intake.deadlines import LMS_RECORD
+from word2bert_grader.intake.filing import Problem
+from word2bert_grader.intake.lms_roster import MAX_ROSTER_BYTES, Roster
 
 MOODLE_TIME_FORMATS = ("%A, %d %B %Y, %I:%M %p", "%A, %d %B %Y, %H:%M", "%d %B %Y, %I:%M %p")
 

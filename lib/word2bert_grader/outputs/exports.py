@@ -1,4 +1,4 @@
-"""Grades and feedback pages back to Canvas and Moodle, in their import formats (see :mod:`word2bert_grader.lms`)."""
+"""Grades and feedback pages back to Canvas and Moodle, in their import formats (see :mod:`intake.lms`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from word2bert_grader.course import Course
-from word2bert_grader.lms_formats import Record, all_digits
-from word2bert_grader.lms_roster import CANVAS_IDENTITY, MOODLE_IDENTITY, Person, Roster
+from word2bert_grader.intake.course import Course
+from word2bert_grader.intake.lms_formats import Record, all_digits
+from word2bert_grader.intake.lms_roster import CANVAS_IDENTITY, MOODLE_IDENTITY, Person, Roster
 
 
 @dataclass(frozen=True)

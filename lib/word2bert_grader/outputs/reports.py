@@ -8,9 +8,9 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from word2bert_grader.feedback import failure_page
-from word2bert_grader.gradebook import Recorded
-from word2bert_grader.sandbox import printable
+from word2bert_grader.outputs.feedback import failure_page
+from word2bert_grader.outputs.gradebook import Recorded
+from word2bert_grader.sandbox.process import printable
 from word2bert_grader.task import Result
 
 UNSAFE_BANNER = (
@@ -68,7 +68,7 @@ GRADES_COLUMNS = [
 
 def write_grades(path: Path, results: list[Result], late: dict | None = None, recorded: Recorded | None = None) -> None:
     """One row per submission: the score before and after the late penalty (``late``: (student, assignment) ->
-    :class:`~word2bert_grader.deadlines.Lateness`), what failed or was handled, what waits for a hand grade
+    :class:`~intake.deadlines.Lateness`), what failed or was handled, what waits for a hand grade
     (``recorded``: the hand scores in the gradebook)."""
     late = late or {}
     with open(path, "w", encoding="utf-8", newline="") as stream:

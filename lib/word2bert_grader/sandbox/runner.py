@@ -1,6 +1,6 @@
 """The sandbox side: runs a student's cells, and calls into what they defined, on request.
 
-Started inside bubblewrap by :mod:`word2bert_grader.sandbox` as ``python runner.py IN_FD OUT_FD``.
+Started inside bubblewrap by :mod:`sandbox.process` as ``python runner.py IN_FD OUT_FD``.
 It reads requests from the grader on IN_FD and answers on OUT_FD, one :mod:`wire` frame each (:class:`wire.Op`):
 
     hello       limits to impose on itself (before any student code runs); answers what it measured

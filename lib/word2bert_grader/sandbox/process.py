@@ -6,7 +6,7 @@ The student's code runs in ``runner.py`` under bubblewrap (Debian's ``bubblewrap
   cleared environment: it cannot see or signal other processes, reach any network (loopback
   included), or outlive the grader;
 - the student's uid (65534 inside) is never host root: bubblewrap maps it to the uid that starts it, so
-  where the grader runs as root, :mod:`word2bert_grader.launch` starts it as an unprivileged uid of this
+  where the grader runs as root, :mod:`sandbox.launch` starts it as an unprivileged uid of this
   sandbox's own (``SANDBOX_UIDS``), which also gives it per-user kernel quotas of its own;
 - ``/proc`` as container runtimes leave it: what changes the host (``/proc/sys``, ``/proc/sysrq-trigger``...)
   read-only, what exposes the kernel (``/proc/kcore``, ``/proc/keys``...) hidden;
@@ -25,11 +25,11 @@ The student's code runs in ``runner.py`` under bubblewrap (Debian's ``bubblewrap
   daemons included.
 
 The grader talks to it through two pipes, one :mod:`wire` frame per message, with a deadline on
-every reply. Nothing it sends back is trusted: see :mod:`word2bert_grader.proxy`.
+every reply. Nothing it sends back is trusted: see :mod:`remote.proxy`.
 
 This module runs the process and its pipes; the confinement's parts are their own modules:
-:mod:`word2bert_grader.bwrap` (the limits, the uid, bubblewrap's command line), :mod:`word2bert_grader.seccomp`
-and :mod:`word2bert_grader.cgroups`.
+:mod:`sandbox.bwrap` (the limits, the uid, bubblewrap's command line), :mod:`sandbox.seccomp`
+and :mod:`sandbox.cgroups`.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from word2bert_grader import launch, wire
-from word2bert_grader.bwrap import (
+from word2bert_grader.sandbox import launch, wire
+from word2bert_grader.sandbox.bwrap import (
     HERE,
     INSIDE,
     Limits,
@@ -55,8 +55,8 @@ from word2bert_grader.bwrap import (
     rlimits,
     sandbox_uid,
 )
-from word2bert_grader.cgroups import Cgroup
-from word2bert_grader.seccomp import seccomp_filter
+from word2bert_grader.sandbox.cgroups import Cgroup
+from word2bert_grader.sandbox.seccomp import seccomp_filter
 
 __all__ = ["Limits", "Sandbox", "SandboxError", "SandboxTimeout", "Unavailable", "check_available", "printable"]
 

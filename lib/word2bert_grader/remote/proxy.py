@@ -10,7 +10,7 @@ ordinary call still holds:
   the generator it was given still gives itself away; the student's code never sets the grader's;
 - gradients flow: a call whose inputs need gradients is one node of the grader's autograd graph
   (:class:`_RemoteCall`), whose backward asks the sandbox for the gradients;
-- a student ``nn.Module`` is mirrored by a real module here (:mod:`word2bert_grader.mirror`);
+- a student ``nn.Module`` is mirrored by a real module here (:mod:`remote.mirror`);
 - an exception raised by the student's code is raised here as the same built-in type, with the
   student's message; a crash or a time-out is a :class:`SandboxFailure`, which tests cannot catch
   with ``except Exception``.
@@ -25,9 +25,9 @@ import time
 import torch
 from torch import nn
 
-from word2bert_grader import wire
-from word2bert_grader.mirror import Mirror, RemoteMethod, RemoteModule, handle_ok, identifier
-from word2bert_grader.sandbox import Sandbox, SandboxError, SandboxTimeout
+from word2bert_grader.remote.mirror import Mirror, RemoteMethod, RemoteModule, handle_ok, identifier
+from word2bert_grader.sandbox import wire
+from word2bert_grader.sandbox.process import Sandbox, SandboxError, SandboxTimeout
 
 
 class StudentError(Exception):

@@ -25,7 +25,7 @@ gave for that assignment, its zip as downloaded or unpacked (or both: identical 
   up on the roster.
 
 The student comes from the LMS's identifiers only, never from a file's content. The safety rules of
-:mod:`word2bert_grader.downloads` hold here too: nothing is extracted, paths that could escape, links,
+:mod:`intake.downloads` hold here too: nothing is extracted, paths that could escape, links,
 encrypted and oversized members (counted as they decompress) are refused, zips inside the download are not
 opened, nor is a zip the LMS names as a student's file (a student's upload, in an unpacked download: the names
 inside it are the student's, and would be read as the LMS's names of another student's files), and one bad file
@@ -38,7 +38,7 @@ largest attachment id) wins. Copies with the same bytes are one. Notebooks that 
 conflict: none is collected, and the student gets a failed row that says so. A file whose owner is on no
 roster row is reported and left where it is. Besides the notebook, the collector writes ``lms.json``
 (:class:`Record`: the LMS's ids, to pack the feedback) and, where the LMS gave a time, nbgrader's
-``timestamp.txt``; the notebook keeps the download's time (:mod:`word2bert_grader.deadlines`).
+``timestamp.txt``; the notebook keeps the download's time (:mod:`intake.deadlines`).
 
 **Exports** (``make export LMS=canvas|moodle``, :func:`export`), from ``grades.csv`` and ``feedback/``:
 
@@ -51,9 +51,9 @@ roster row is reported and left where it is. Besides the notebook, the collector
   ``Feedback:`` column per assignment; and ``exports/moodle-feedback/<assignment>.zip`` for Upload multiple
   feedback files in a zip: ``<Full Name>_<participant id>_assignfeedback_file_/<file>``.
 
-The parts: :mod:`word2bert_grader.lms_roster` reads the rosters, :mod:`word2bert_grader.lms_formats` Canvas's and
-Moodle's download names and worksheets, :mod:`word2bert_grader.lms_collect` collects, and
-:mod:`word2bert_grader.lms_export` exports. This module gives them one name, and reads the roster and collects the
+The parts: :mod:`intake.lms_roster` reads the rosters, :mod:`intake.lms_formats` Canvas's and
+Moodle's download names and worksheets, :mod:`intake.lms_collect` collects, and
+:mod:`outputs.exports` exports. This module gives them one name, and reads the roster and collects the
 downloads for ``make autograde`` (:func:`intake`).
 """
 
@@ -63,13 +63,13 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from word2bert_grader import downloads
-from word2bert_grader.course import Course
-from word2bert_grader.filing import Problem
-from word2bert_grader.lms_collect import collect
-from word2bert_grader.lms_export import Grade, export, read_grades
-from word2bert_grader.lms_formats import CanvasName, MoodleName, Record, parse_canvas, parse_moodle
-from word2bert_grader.lms_roster import Person, Roster, read_roster
+from word2bert_grader.intake import downloads
+from word2bert_grader.intake.course import Course
+from word2bert_grader.intake.filing import Problem
+from word2bert_grader.intake.lms_collect import collect
+from word2bert_grader.intake.lms_formats import CanvasName, MoodleName, Record, parse_canvas, parse_moodle
+from word2bert_grader.intake.lms_roster import Person, Roster, read_roster
+from word2bert_grader.outputs.exports import Grade, export, read_grades
 
 __all__ = [
     "CanvasName",
@@ -94,7 +94,7 @@ class Intake:
     """What ``make autograde`` learns before grading: who may be graded, what the downloads gave, what to say."""
 
     allowed: set[str] | None  # the roster's students; None: no roster
-    problems: list[Problem]  # the collection's, as :func:`word2bert_grader.downloads.collect` reports them
+    problems: list[Problem]  # the collection's, as :func:`intake.downloads.collect` reports them
     notes: list[str]  # about the roster
 
 

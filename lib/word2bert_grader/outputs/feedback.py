@@ -21,7 +21,7 @@ import re
 import bleach
 from markdown_it import MarkdownIt
 
-from word2bert_grader.notebook import Kind
+from word2bert_grader.assignment import Kind
 from word2bert_grader.task import Result
 
 MAX_PAGE_CHARS = 2_000_000
@@ -225,7 +225,7 @@ def _is_png(data: str) -> bool:
 
 
 def with_lateness(page: str, lateness, score: float) -> str:
-    """The page with what the deadline changes (a :class:`~word2bert_grader.deadlines.Lateness`) under its title:
+    """The page with what the deadline changes (a :class:`~intake.deadlines.Lateness`) under its title:
     when it came in, the due date, the penalty and the score after it."""
     penalty = lateness.penalty(score)
     text = lateness.describe()

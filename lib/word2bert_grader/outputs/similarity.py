@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from word2bert_grader import notebook
+from word2bert_grader import assignment as notebook
 
 SOLUTIONS = "solutions"
 

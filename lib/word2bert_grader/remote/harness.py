@@ -4,7 +4,7 @@
 result out (scores, notes, the feedback page, the graded notebook). It writes no file and needs no
 shared folder, so the same call runs in a local process pool or on a cluster worker.
 
-One pass over the plan of :mod:`word2bert_grader.notebook`, in notebook order, as nbgrader runs a notebook:
+One pass over the plan of :mod:`assignment`, in notebook order, as nbgrader runs a notebook:
 
 - every code cell runs **in the sandbox**: the read-only set-up cells, the student's cells, and the visible
   half of each test (to compare with the trusted verdict). A cell that runs past its time limit or kills the
@@ -12,7 +12,7 @@ One pass over the plan of :mod:`word2bert_grader.notebook`, in notebook order, a
   discarded), so one bad cell costs only what depends on it;
 - each test cell then runs **here**, whole (hidden tests included), in a namespace of the grader's own (the
   source's set-up cells ran in it too), with the names the answer cells define bound to proxies into the
-  sandbox (:mod:`word2bert_grader.proxy`) as they stand at that place of the notebook: a scratch cell further
+  sandbox (:mod:`remote.proxy`) as they stand at that place of the notebook: a scratch cell further
   down that redefines an answer does not change what an earlier test sees. A test passes if it raises
   nothing. Student code cannot reach this process: its hooks, patches and lying objects stay in the
   sandbox, and what crosses back is data.
@@ -38,10 +38,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from word2bert_grader import feedback, notebook, wire
-from word2bert_grader.notebook import Kind
-from word2bert_grader.proxy import SandboxFailure, Session, StudentError
-from word2bert_grader.sandbox import Sandbox, SandboxError, SandboxTimeout, printable
+from word2bert_grader import assignment as notebook
+from word2bert_grader.assignment import Kind
+from word2bert_grader.outputs import feedback
+from word2bert_grader.remote.proxy import SandboxFailure, Session, StudentError
+from word2bert_grader.sandbox import wire
+from word2bert_grader.sandbox.process import Sandbox, SandboxError, SandboxTimeout, printable
 from word2bert_grader.task import Result, Settings, Submission
 
 MAX_OUTPUT_CHARS = 20_000  # per output of a cell, as nbgrader's LimitOutput
@@ -380,7 +382,7 @@ def _cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
 
 
 def main() -> None:
-    """``python -m word2bert_grader.harness``: one task as JSON on stdin (bytes in base64), its result on stdout."""
+    """``python -m word2bert_grader.remote.harness``: a task as JSON on stdin, its result on stdout."""
     import json
     import sys
 

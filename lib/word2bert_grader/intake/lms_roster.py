@@ -1,4 +1,4 @@
-"""Canvas's and Moodle's gradebook exports, read as rosters (the formats are :mod:`word2bert_grader.lms`'s)."""
+"""Canvas's and Moodle's gradebook exports, read as rosters (the formats are :mod:`intake.lms`'s)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from word2bert_grader import filing
+from word2bert_grader.intake import filing
 
 MAX_ROSTER_BYTES = 20 * 2**20
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")

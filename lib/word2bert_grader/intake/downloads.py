@@ -37,7 +37,7 @@ the others (reasons begin with ``ignored:``, ``refused:``, ``superseded:`` or ``
 5. With a roster (:func:`read_roster`), ids not on it are refused.
 6. Ids never reach a command line: this module is pure Python.
 7. A notebook is written atomically (a temporary file in its folder, then ``os.replace``), with the download's time
-   (the time of the file in the downloads folder, for a zip the zip's: :mod:`word2bert_grader.deadlines` reads
+   (the time of the file in the downloads folder, for a zip the zip's: :mod:`intake.deadlines` reads
    it as the time of the submission; a member's time inside a zip is whatever the zipper wrote), replacing
    an earlier download of the same (student, assignment); nothing else under ``submitted/`` is
    touched. A student or assignment folder that exists as a symlink, as a file, or under another
@@ -47,7 +47,7 @@ the others (reasons begin with ``ignored:``, ``refused:``, ``superseded:`` or ``
 A Problem names ``student`` and ``assignment`` when it leaves that pair with nothing collected (a
 conflict, a refused or unreadable notebook): the grade sheet must still show a failed row for it.
 
-The checks, the capped reading and the atomic writing are :mod:`word2bert_grader.filing`'s, shared with the
+The checks, the capped reading and the atomic writing are :mod:`intake.filing`'s, shared with the
 Canvas and Moodle collector.
 """
 
@@ -63,7 +63,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from word2bert_grader.filing import (
+from word2bert_grader.intake.filing import (
     MAX_ARCHIVE_BYTES,
     MAX_MEMBER_BYTES,
     MAX_MEMBERS,

@@ -1,6 +1,6 @@
 """When a submission came in, how late it was, and what that costs, with nbgrader's late-penalty semantics.
 
-The due dates, extensions and policy are ``course.toml``'s (:mod:`word2bert_grader.course`). The time of a
+The due dates, extensions and policy are ``course.toml``'s (:mod:`intake.course`). The time of a
 submission is, in this order:
 
 1. ``submitted/<student>/<assignment>/timestamp.txt``, nbgrader's own file (one line: a date-time with an
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from word2bert_grader.course import Course
+from word2bert_grader.intake.course import Course
 
 TIMESTAMP = "timestamp.txt"  # nbgrader's name
 LMS_RECORD = "lms.json"  # what the collector learnt from the LMS (lms.Record)

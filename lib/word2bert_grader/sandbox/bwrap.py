@@ -1,8 +1,8 @@
 """How a sandbox is confined before its first instruction: what it may use (:class:`Limits`, and the rlimits the
 runner sets on itself), the host uid it runs as, and the command lines of bubblewrap and of :mod:`launch`.
 
-The seccomp filter is :mod:`word2bert_grader.seccomp`'s, the cgroups :mod:`word2bert_grader.cgroups`'; the process
-that runs all this is :class:`word2bert_grader.sandbox.Sandbox`.
+The seccomp filter is :mod:`sandbox.seccomp`'s, the cgroups :mod:`sandbox.cgroups`'; the process
+that runs all this is :class:`sandbox.process.Sandbox`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from word2bert_grader import launch
+from word2bert_grader.sandbox import launch
 
 HERE = Path(__file__).resolve().parent
 INSIDE = "/opt/word2bert-sandbox"  # where runner.py and wire.py are mounted

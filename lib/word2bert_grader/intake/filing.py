@@ -1,4 +1,4 @@
-"""What both collectors of downloads (:mod:`word2bert_grader.downloads`, :mod:`word2bert_grader.lms_collect`)
+"""What both collectors of downloads (:mod:`intake.downloads`, :mod:`intake.lms_collect`)
 share: their :class:`Problem` reports, the checks on ids and zip members, files and members read under a cap and
 never through a link, and notebooks written atomically under ``submitted/<student>/<assignment>/``.
 """
@@ -140,7 +140,7 @@ def write_notebook(
     mtime: float | None = None,
 ) -> None:
     """The notebook (with ``mtime``, the download's time, if given), and the files ``beside`` it (the LMS's
-    metadata: :mod:`word2bert_grader.lms`), each written atomically."""
+    metadata: :mod:`intake.lms`), each written atomically."""
     submitted.mkdir(parents=True, exist_ok=True)
     folder = _own_folder(_own_folder(submitted, student, student), assignment, f"{student}/{assignment}")
     for name, content in (beside or {}).items():

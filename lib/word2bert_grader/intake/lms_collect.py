@@ -1,6 +1,6 @@
 """Collect Canvas's and Moodle's downloads into ``submitted/``: every file of a download folder and its zips read
-safely, each notebook's owner found (:mod:`word2bert_grader.lms_formats`), one notebook chosen per student; the
-rules are :mod:`word2bert_grader.lms`'s."""
+safely, each notebook's owner found (:mod:`intake.lms_formats`), one notebook chosen per student; the
+rules are :mod:`intake.lms`'s."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
-from word2bert_grader import filing
-from word2bert_grader.course import Course
-from word2bert_grader.deadlines import LMS_RECORD, TIMESTAMP
-from word2bert_grader.filing import Collected, Problem
-from word2bert_grader.lms_formats import (
+from word2bert_grader.intake import filing
+from word2bert_grader.intake.course import Course
+from word2bert_grader.intake.deadlines import LMS_RECORD, TIMESTAMP
+from word2bert_grader.intake.filing import Collected, Problem
+from word2bert_grader.intake.lms_formats import (
     SEVERAL_USERS,
     Entry,
     Found,
@@ -27,7 +27,7 @@ from word2bert_grader.lms_formats import (
     moodle_notebooks,
     moodle_owner,
 )
-from word2bert_grader.lms_roster import Roster
+from word2bert_grader.intake.lms_roster import Roster
 
 MAX_DEPTH = 4  # folders below an assignment's download folder
 # One assignment's download holds the whole class: a thousand students, each with a notebook and other files. Its

@@ -1,11 +1,11 @@
 """The grader's mirror of a student's ``nn.Module``: a real module in the grader's process, built from the
-sandbox's description of it (:meth:`word2bert_grader.runner.Runner.describe_module`).
+sandbox's description of it (:meth:`sandbox.runner.Runner.describe_module`).
 
 The mirror holds the module's parameters, buffers, submodules and plain attributes, so ``parameters()``,
 ``eval()``, ``to()``, optimizers and ``isinstance(m, nn.Linear)`` work on it as on the student's module. Its
 ``forward`` runs the student's code in the sandbox on the mirror's current parameters (the session sends them with
-every call, :func:`word2bert_grader.wire.module_state`), and torch's own layers inside it
-(:data:`word2bert_grader.wire.LOCAL_MODULES`) run here. Everything in a description is hostile input: names are
+every call, :func:`sandbox.wire.module_state`), and torch's own layers inside it
+(:data:`sandbox.wire.LOCAL_MODULES`) run here. Everything in a description is hostile input: names are
 checked, and nothing in it is imported or run.
 """
 
@@ -16,8 +16,8 @@ import re
 import torch
 from torch import nn
 
-from word2bert_grader import wire
-from word2bert_grader.wire import LOCAL_MODULES
+from word2bert_grader.sandbox import wire
+from word2bert_grader.sandbox.wire import LOCAL_MODULES
 
 
 class Mirror:
@@ -25,7 +25,7 @@ class Mirror:
     module described again (after a call) is the same mirror, refreshed."""
 
     def __init__(self, session):
-        self.session = session  # calls go through it (:meth:`word2bert_grader.proxy.Session.call`)
+        self.session = session  # calls go through it (:meth:`remote.proxy.Session.call`)
         self._classes: dict[tuple[int, int], type] = {}
         self._mirrors: dict[tuple[int, int], nn.Module] = {}
 

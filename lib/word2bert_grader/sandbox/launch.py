@@ -1,4 +1,4 @@
-"""Starts bubblewrap for one sandbox: ``python -I -S launch.py SPEC``, run by :mod:`word2bert_grader.sandbox`.
+"""Starts bubblewrap for one sandbox: ``python -I -S launch.py SPEC``, run by :mod:`sandbox.process`.
 
 It runs before any student code, as the grader's user, and imports nothing but the standard library:
 

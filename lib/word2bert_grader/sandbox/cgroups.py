@@ -8,7 +8,7 @@ import time
 import uuid
 from pathlib import Path
 
-from word2bert_grader.bwrap import Limits
+from word2bert_grader.sandbox.bwrap import Limits
 
 CGROUP = Path("/sys/fs/cgroup")
 CPU_PERIOD = 100_000  # microseconds: the window of a cgroup's CPU quota
