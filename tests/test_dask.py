@@ -71,8 +71,8 @@ OWNER = """
 import os, sys, time
 from word2bert_grader import executors
 if __name__ == "__main__":
-    pool = executors.fork_pool(2)
-    print(pool.submit(os.getpid).result(), flush=True)
+    pool = executors.pool(2)
+    print(pool.schedule(os.getpid).result(), flush=True)
     time.sleep(600)
 """
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from word2bert_grader.intake import downloads, filing
+from word2bert_grader.intake import downloads
 from word2bert_grader.intake.downloads import Collected, Problem, collect, read_roster
 
 ASSIGNMENTS = ("01-word2vec", "05-bert-finetuning")
@@ -210,9 +210,9 @@ def test_a_member_that_decompresses_past_the_cap_is_refused_while_reading(course
     with zipfile.ZipFile(down / "bob.zip") as archive:
         member = archive.infolist()[0]
     # The header passed the check at scan time; what it yields when read is counted again.
-    assert filing.read_member(down / "bob.zip", member, 5000) == b"{" * 5000
-    with pytest.raises(filing.Refused, match="more than the 4999-byte limit once decompressed"):
-        filing.read_member(down / "bob.zip", member, 4999)
+    assert downloads.read_member(down / "bob.zip", member, 5000) == b"{" * 5000
+    with pytest.raises(downloads.Refused, match="more than the 4999-byte limit once decompressed"):
+        downloads.read_member(down / "bob.zip", member, 4999)
 
 
 def test_archives_with_too_many_members_or_bytes_are_refused_whole(course, monkeypatch):
@@ -246,14 +246,14 @@ def test_the_newest_attempt_wins_and_the_others_are_superseded(course):
     new = f"bob_attempt_{NEW}_hw1.zip:01-word2vec.ipynb"
     assert problems == {
         f"bob_attempt_{OLD}_01-word2vec.ipynb": Problem(
-            f"bob_attempt_{OLD}_01-word2vec.ipynb", f"superseded: {new} is a newer attempt"
+            f"bob_attempt_{OLD}_01-word2vec.ipynb", f"superseded: {new} is newer"
         ),
         "bob_attempt_2026-01-04-23-59-59_01-word2vec.ipynb": Problem(
-            "bob_attempt_2026-01-04-23-59-59_01-word2vec.ipynb", f"superseded: {new} is a newer attempt"
+            "bob_attempt_2026-01-04-23-59-59_01-word2vec.ipynb", f"superseded: {new} is newer"
         ),
         "carol_attempt_2026-01-05-9-00-00_01-word2vec.ipynb": Problem(
             "carol_attempt_2026-01-05-9-00-00_01-word2vec.ipynb",
-            "superseded: carol_attempt_2026-01-05-10-00-00_01-word2vec.ipynb is a newer attempt",
+            "superseded: carol_attempt_2026-01-05-10-00-00_01-word2vec.ipynb is newer",
         ),
     }
     assert written(sub, "bob", "01-word2vec") == nb("bob-new")
@@ -275,13 +275,13 @@ def test_two_downloads_without_a_single_newest_collect_neither_but_get_a_row(cou
     assert problems == {
         "bob.zip:01-word2vec.ipynb, bob_01-word2vec.ipynb": Problem(
             "bob.zip:01-word2vec.ipynb, bob_01-word2vec.ipynb",
-            "conflict: 2 downloads for bob/01-word2vec and not all of them carry an attempt timestamp; none collected",
+            "conflict: 2 different notebooks for bob/01-word2vec that cannot be told apart; none collected",
             "bob",
             "01-word2vec",
         ),
         f"carol_attempt_{NEW}_01-word2vec.ipynb, carol_attempt_{NEW}_x.zip:01-word2vec.ipynb": Problem(
             f"carol_attempt_{NEW}_01-word2vec.ipynb, carol_attempt_{NEW}_x.zip:01-word2vec.ipynb",
-            "conflict: 2 downloads for carol/01-word2vec and the newest attempt timestamp is shared; none collected",
+            "conflict: 2 different notebooks for carol/01-word2vec that cannot be told apart; none collected",
             "carol",
             "01-word2vec",
         ),

@@ -952,7 +952,7 @@ def gradebook_courses(base: Path) -> dict[str, Path]:
     root = course(base / "planted")
     db = root / "gradebook.db"
     gradebook.generate(root, ["03-gpt"], db)
-    gradebook.record(db, [Result("release", "03-gpt")])
+    gradebook.record(db, [Result(student="release", assignment="03-gpt")])
     write(root, "release", "03-gpt", release_nb("03-gpt"))
     con = sqlite3.connect(db)
     con.executescript("UPDATE grade SET extra_credit = 2, manual_score = 1;")

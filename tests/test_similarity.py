@@ -109,7 +109,11 @@ def test_the_html_report_shows_each_pair_side_by_side(report):
     for label in ("01-word2vec/copier", "01-word2vec/solutions", "01-word2vec/copier2", "01-word2vec/correct-0"):
         assert label in page
     assert "01-word2vec/correct-1" not in page, "a file in no flagged pair is not in the report"
-    assert page.count("highlight-red") >= 2 and page.count("highlight-green") >= 2, "matched code marked on both sides"
+    sides = page.split('<div class="side">')[1:]
+    assert len(sides) == 4 and all('<mark class="match">' in side for side in sides), (
+        "matched code marked on both sides"
+    )
+    assert "<script" not in page
     assert "my_" in page and "I thought hard here" in page, "the students' code as they wrote it"
 
 

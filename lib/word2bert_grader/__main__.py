@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 from word2bert_grader import pipeline
+from word2bert_grader.assignment import assignments, printable
 from word2bert_grader.intake import course, lms
-from word2bert_grader.outputs import similarity
-from word2bert_grader.sandbox.process import printable
+from word2bert_grader.outputs import exports, similarity
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
         pipeline.release(root)
         return
     if args.command == "export":
-        names = pipeline.assignments(root)
+        names = list(assignments(root))
         calendar = course.load(root, names).for_lms(args.lms)
         name = calendar.lms.name
         if name is None:
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
         path = args.roster or calendar.lms.roster
         roster = lms.read_roster(path, name, calendar.lms.id_column or "") if path else None
         lines = calendar.problems + (roster.problems if roster else [])
-        lines += lms.export(root, name, calendar, names, roster)
+        lines += exports.export(root, name, calendar, names, roster)
         print(printable("\n".join(lines)))  # the roster's names are the students' text
         return
     if args.command == "similarity":
@@ -82,19 +82,20 @@ def main(argv: list[str] | None = None) -> None:
         )
         return
     feedback = False if args.no_feedback else set(args.feedback_for) if args.feedback_for else True
-    results = pipeline.autograde(
-        root,
-        args.downloads,
-        args.jobs,
-        args.timeout,
-        feedback,
-        args.roster,
-        args.unsafe_no_sandbox,
-        args.scheduler,
-        args.lms,
-        args.students,
-        args.assignments,
+    request = pipeline.AutogradeRequest(
+        root=root,
+        downloads=args.downloads,
+        jobs=args.jobs,
+        timeout=args.timeout,
+        feedback=feedback,
+        roster=args.roster,
+        unsafe=args.unsafe_no_sandbox,
+        scheduler=args.scheduler,
+        lms=args.lms,
+        students=args.students,
+        assignments=args.assignments,
     )
+    results = pipeline.autograde(request)
     print(
         json.dumps(
             {

@@ -1,27 +1,16 @@
-"""What to run, in what order: a submission laid over its source notebook.
-
-The instructor's source notebook (``solutions/<name>/<name>.ipynb``) decides which cells are tests
-and what they say; the submission only contributes code. Walking the submission:
-
-- an answer cell (nbgrader ``solution``, matched by grade id) contributes the student's code; when
-  it appears twice, the last copy is the answer and the earlier ones are ordinary student cells;
-- a test cell, or a read-only (locked) cell, is always the source's, whatever the submission made
-  of it: edited, deleted or duplicated test cells are restored, and said so;
-- any other cell of the submission (scratch work) runs where the student put it, after the source
-  cell it follows;
-- a written answer (nbgrader's manually graded answer: a markdown cell that is both ``solution`` and
-  ``grade``) is the student's text, never run and never scored here: the instructor grades it by hand
-  in formgrader, and the source's model answer is never shown.
-
-Every code step runs in the sandbox except the tests' hidden halves, which only the grader sees.
-"""
+"""An assignment, read once from its source notebook (cells, points, written answers), and a submission laid over it:
+the plan of what runs where, in notebook order. The rules are README.md's ("The plan")."""
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
 
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
@@ -65,6 +54,39 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
 
+class Assignment(BaseModel):
+    """A source notebook (``solutions/<name>/<name>.ipynb``), parsed once and carried to the workers as it is."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    cells: list[dict]
+    digest: str  # of the source notebook's bytes
+    points: dict[str, float]  # grade id -> points of each test cell (what the grader scores)
+    written: dict[str, float]  # grade id -> points of each written answer (what the instructor grades by hand)
+
+    @classmethod
+    def read(cls, name: str, data: bytes) -> Assignment:
+        cells = read_cells(data)
+        tests = [c for c in cells if meta(c).get("grade") and meta(c).get("grade_id")]
+        return cls(
+            name=name,
+            cells=cells,
+            digest=hashlib.sha256(data).hexdigest(),
+            points={meta(c)["grade_id"]: float(meta(c).get("points", 0)) for c in tests if not _written(c)},
+            written={meta(c)["grade_id"]: float(meta(c).get("points", 0)) for c in tests if _written(c)},
+        )
+
+    def plan(self, submission_cells: list[dict]) -> Plan:
+        return plan(self.cells, submission_cells)
+
+
+def assignments(root: Path) -> dict[str, Assignment]:
+    """The course's assignments: every ``solutions/<name>/<name>.ipynb``, by name."""
+    folders = sorted(p for p in (root / "solutions").iterdir() if (p / f"{p.name}.ipynb").is_file())
+    return {p.name: Assignment.read(p.name, (p / f"{p.name}.ipynb").read_bytes()) for p in folders}
+
+
 def without_hidden_tests(source: str) -> str:
     kept, hidden = [], False
     for line in source.split("\n"):
@@ -82,32 +104,25 @@ def valid_text(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
-def valid_data(value):
-    """``value`` (a result: dicts, lists, strings, numbers) with every string made valid text (:func:`valid_text`)."""
-    if isinstance(value, str):
-        return valid_text(value)
-    if isinstance(value, dict):
-        return {valid_data(k): valid_data(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [valid_data(v) for v in value]
-    return value
+def printable(text: str) -> str:
+    """Text from student code, safe for a terminal and a CSV: no control characters or escapes."""
+    return "".join(c if c.isprintable() or c in "\n\t" else "?" for c in valid_text(text))
 
 
-def _text(source) -> str:
+def text(source) -> str:
+    """A cell's source as valid text (a list of lines or a string; anything else is none)."""
     if isinstance(source, list):
         return valid_text("".join(s for s in source if isinstance(s, str)))
     return valid_text(source) if isinstance(source, str) else ""
 
 
-def _nbgrader(cell) -> dict:
+def meta(cell) -> dict:
     """A cell's nbgrader metadata, with a grade id that is a string or absent (the submission may lie)."""
-    meta = cell.get("metadata") if isinstance(cell, dict) else None
-    value = meta.get("nbgrader") if isinstance(meta, dict) else None
+    found = cell.get("metadata") if isinstance(cell, dict) else None
+    value = found.get("nbgrader") if isinstance(found, dict) else None
     if not isinstance(value, dict):
         return {}
-    if not isinstance(value.get("grade_id"), str):
-        value = {k: v for k, v in value.items() if k != "grade_id"}
-    return value
+    return value if isinstance(value.get("grade_id"), str) else {k: v for k, v in value.items() if k != "grade_id"}
 
 
 def read_cells(data: bytes) -> list[dict]:
@@ -115,35 +130,12 @@ def read_cells(data: bytes) -> list[dict]:
     nb = json.loads(data.decode("utf-8"))
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise ValueError("no list of cells")
-    cells = []
-    for cell in nb["cells"]:
-        if isinstance(cell, dict) and cell.get("cell_type") in ("code", "markdown", "raw"):
-            cells.append(cell)
-    return cells
+    return [c for c in nb["cells"] if isinstance(c, dict) and c.get("cell_type") in ("code", "markdown", "raw")]
 
 
 def _written(cell) -> bool:
     """nbgrader's manually graded answer: a markdown cell that is both a solution and graded."""
-    meta = _nbgrader(cell)
-    return cell.get("cell_type") == "markdown" and bool(meta.get("solution")) and bool(meta.get("grade"))
-
-
-def points(source_cells: list[dict]) -> dict[str, float]:
-    """grade id -> points of every test cell of a source notebook (what the grader scores)."""
-    return {
-        _nbgrader(c)["grade_id"]: float(_nbgrader(c).get("points", 0))
-        for c in source_cells
-        if _nbgrader(c).get("grade") and _nbgrader(c).get("grade_id") and not _written(c)
-    }
-
-
-def written_points(source_cells: list[dict]) -> dict[str, float]:
-    """grade id -> points of every written answer of a source notebook (what the instructor grades by hand)."""
-    return {
-        _nbgrader(c)["grade_id"]: float(_nbgrader(c).get("points", 0))
-        for c in source_cells
-        if _written(c) and _nbgrader(c).get("grade_id")
-    }
+    return cell.get("cell_type") == "markdown" and bool(meta(cell).get("solution")) and bool(meta(cell).get("grade"))
 
 
 def defined_names(source: str) -> list[str]:
@@ -163,25 +155,24 @@ def defined_names(source: str) -> list[str]:
 
 
 def plan(source_cells: list[dict], submission_cells: list[dict]) -> Plan:
-    """Lay the submission over the source; see the module docstring."""
+    """Lay the submission over the source (README.md, "The plan")."""
     answers: dict[str, int] = {}  # grade id -> index of the submission cell that is the answer
-    source_ids = {_nbgrader(c).get("grade_id") for c in source_cells}
-    answer_ids = {_nbgrader(c).get("grade_id") for c in source_cells if _nbgrader(c).get("solution")}
-    written_ids = {_nbgrader(c).get("grade_id") for c in source_cells if _written(c)}
+    source_ids = {meta(c).get("grade_id") for c in source_cells}
+    answer_ids = {meta(c).get("grade_id") for c in source_cells if meta(c).get("solution")}
+    written_ids = {meta(c).get("grade_id") for c in source_cells if _written(c)}
     for i, cell in enumerate(submission_cells):
-        gid = _nbgrader(cell).get("grade_id")
+        gid = meta(cell).get("grade_id")
         if gid in answer_ids and cell.get("cell_type") == ("markdown" if gid in written_ids else "code"):
             answers[gid] = i  # the last copy wins
     # Scratch cells follow the source cell that comes before them in the submission.
     after: dict[str | None, list[Step]] = {}
     anchor, seen, notes = None, set(), []
     duplicated, edited_tests, edited_locked = set(), set(), set()
-    source_by_id = {_nbgrader(c).get("grade_id"): c for c in source_cells}
+    source_by_id = {meta(c).get("grade_id"): c for c in source_cells}
     # Cells of the source without a grade id (prose, mostly) come back unchanged in the submission.
-    unlabelled = {_text(c.get("source")).strip() for c in source_cells if not _nbgrader(c).get("grade_id")}
+    unlabelled = {text(c.get("source")).strip() for c in source_cells if not meta(c).get("grade_id")}
     for i, cell in enumerate(submission_cells):
-        gid = _nbgrader(cell).get("grade_id")
-        kind = cell.get("cell_type")
+        gid = meta(cell).get("grade_id")
         if gid in source_ids and gid is not None and (gid not in answer_ids or answers.get(gid) == i):
             if gid in seen:
                 duplicated.add(gid)
@@ -190,60 +181,53 @@ def plan(source_cells: list[dict], submission_cells: list[dict]) -> Plan:
             anchor = gid
             original = source_by_id[gid]
             if gid not in answer_ids and _shown(cell).strip() != _shown(original).strip():
-                (edited_tests if _nbgrader(original).get("grade") else edited_locked).add(gid)
+                (edited_tests if meta(original).get("grade") else edited_locked).add(gid)
             continue
-        if gid is None and _text(cell.get("source")).strip() in unlabelled:
+        if gid is None and text(cell.get("source")).strip() in unlabelled:
             continue
-        if kind == "code":
-            step = Step(Kind.STUDENT, _text(cell.get("source")))
-        elif kind == "markdown":
-            step = Step(Kind.MARKDOWN, _text(cell.get("source")), student_markdown=True)
-        else:
-            continue
-        after.setdefault(anchor, []).append(step)
+        if cell.get("cell_type") in ("code", "markdown"):
+            code = cell["cell_type"] == "code"
+            step = Step(Kind.STUDENT if code else Kind.MARKDOWN, text(cell.get("source")), student_markdown=not code)
+            after.setdefault(anchor, []).append(step)
 
     steps = list(after.get(None, []))
     contract = []
     for cell in source_cells:
-        meta = _nbgrader(cell)
-        gid = meta.get("grade_id")
+        info = meta(cell)
+        gid, code = info.get("grade_id"), cell.get("cell_type") == "code"
         if _written(cell):  # the student's text, or nothing: the source's is the model answer
-            text = _text(submission_cells[answers[gid]].get("source")) if gid in answers else ""
+            answer = text(submission_cells[answers[gid]].get("source")) if gid in answers else ""
             if gid not in answers:
                 notes.append(f"written answer {gid} is missing from the submission")
-            steps.append(Step(Kind.WRITTEN, text, gid, float(meta.get("points", 0)), student_markdown=True))
+            steps.append(Step(Kind.WRITTEN, answer, gid, float(info.get("points", 0)), student_markdown=True))
         elif cell.get("cell_type") == "markdown":
-            steps.append(Step(Kind.MARKDOWN, _text(cell.get("source")), gid))
-        elif meta.get("solution") and cell.get("cell_type") == "code":
-            contract += defined_names(_text(cell.get("source")))
+            steps.append(Step(Kind.MARKDOWN, text(cell.get("source")), gid))
+        elif info.get("solution") and code:
+            contract += defined_names(text(cell.get("source")))
             if gid in answers:
-                steps.append(Step(Kind.ANSWER, _text(submission_cells[answers[gid]].get("source")), gid))
+                steps.append(Step(Kind.ANSWER, text(submission_cells[answers[gid]].get("source")), gid))
             else:
                 notes.append(f"answer cell {gid} is missing from the submission")
-        elif meta.get("grade") and cell.get("cell_type") == "code":
-            steps.append(Step(Kind.TEST, _text(cell.get("source")), gid, float(meta.get("points", 0))))
-        elif cell.get("cell_type") == "code":
-            steps.append(Step(Kind.SETUP, _text(cell.get("source")), gid))
+        elif info.get("grade") and code:
+            steps.append(Step(Kind.TEST, text(cell.get("source")), gid, float(info.get("points", 0))))
+        elif code:
+            steps.append(Step(Kind.SETUP, text(cell.get("source")), gid))
         else:
             continue
         steps += after.get(gid, [])
-    tests = {
-        _nbgrader(c).get("grade_id")
-        for c in source_cells
-        if _nbgrader(c).get("grade") and not _nbgrader(c).get("solution")
-    }  # (written answers are solutions: missing ones noted above)
-    missing = sorted(tests - seen)
-    if missing:
-        notes.append(f"deleted test cells {', '.join(missing)}: restored from the source")
-    if edited_tests:
-        notes.append(f"edited test cells {', '.join(sorted(edited_tests))}: restored from the source")
-    if duplicated:
-        notes.append(f"duplicated cells {', '.join(sorted(duplicated))}: each counted once")
-    if edited_locked:
-        notes.append(f"edited read-only cells {', '.join(sorted(edited_locked))}: restored from the source")
+    tests = {meta(c).get("grade_id") for c in source_cells if meta(c).get("grade") and not meta(c).get("solution")}
+    missing = sorted(tests - seen)  # (written answers are solutions: missing ones noted above)
+    for names, what in (
+        (missing, "deleted test cells {}: restored from the source"),
+        (sorted(edited_tests), "edited test cells {}: restored from the source"),
+        (sorted(duplicated), "duplicated cells {}: each counted once"),
+        (sorted(edited_locked), "edited read-only cells {}: restored from the source"),
+    ):
+        if names:
+            notes.append(what.format(", ".join(names)))
     return Plan(steps, contract, notes)
 
 
 def _shown(cell) -> str:
     """A source cell as the student's release shows it (hidden tests removed)."""
-    return without_hidden_tests(_text(cell.get("source")))
+    return without_hidden_tests(text(cell.get("source")))

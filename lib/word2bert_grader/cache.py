@@ -13,7 +13,7 @@ from pathlib import Path
 
 import word2bert
 import word2bert_grader
-from word2bert_grader import assignment as notebook
+from word2bert_grader.assignment import Assignment, text
 from word2bert_grader.task import Result, Submission
 
 CACHE = ".grading-cache"
@@ -28,37 +28,38 @@ GRADING_MODULES = (
 )
 
 
+def grader_version(assignment: Assignment) -> str:
+    """A hash of the code that decides a grade of ``assignment``: the grader's grading modules, the modules of the
+    course library that its source notebook imports (and what they import), and the checkpoints. A change to one
+    library module regrades only the assignments whose tests use it."""
+    return _version("\n".join(text(c.get("source")) for c in assignment.cells))
+
+
 @functools.cache
-def grader_version(assignment: str = "", source_bytes: bytes = b"") -> str:
-    """A hash of the code that decides a grade of ``assignment``: the grader's grading modules, the modules of
-    the course library that its source notebook imports (and what they import), and the checkpoints. A change
-    to one library module regrades only the assignments whose tests use it."""
-    digest = hashlib.sha256()
+def _version(code: str) -> str:
+    hashed = hashlib.sha256()
     folder = Path(word2bert_grader.__file__).parent
-    for name in GRADING_MODULES:
-        digest.update(name.encode() + (folder / f"{name}.py").read_bytes())
+    for module in GRADING_MODULES:
+        hashed.update(module.encode() + (folder / f"{module}.py").read_bytes())
     library = Path(word2bert.__file__).parent
-    for path in sorted(_library_files(library, source_bytes)):
-        digest.update(str(path.relative_to(library)).encode() + path.read_bytes())
-    return digest.hexdigest()
+    for path in sorted(_library_files(library, code)):
+        hashed.update(str(path.relative_to(library)).encode() + path.read_bytes())
+    return hashed.hexdigest()
 
 
-def _library_files(library: Path, source_bytes: bytes) -> set[Path]:
-    """The library's files a source notebook depends on: the modules it imports, transitively, their packages'
-    ``__init__``, and every checkpoint (weights are loaded by name at run time). Without a readable source: all."""
+def _library_files(library: Path, code: str) -> set[Path]:
+    """The library's files a source notebook's ``code`` depends on: the modules it imports, transitively, their
+    packages' ``__init__``, and every checkpoint (weights are loaded by name at run time)."""
     import ast
 
     everything = {p for p in library.rglob("*") if p.suffix in (".py", ".safetensors", ".json")}
     everything = {p for p in everything if "__pycache__" not in p.parts}
-    try:
-        todo = [("\n".join(notebook._text(c.get("source")) for c in notebook.read_cells(source_bytes)), [])]
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return everything
+    todo: list[tuple[str, list[str]]] = [(code, [])]
     seen = {p for p in everything if p.suffix != ".py"} | {library / "__init__.py"}
     while todo:
-        text, package = todo.pop()  # package: the importing module's package, as parts ("word2bert", "data")
+        source, package = todo.pop()  # package: the importing module's package, as parts ("word2bert", "data")
         try:
-            tree = ast.parse(text)
+            tree = ast.parse(source)
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -83,22 +84,17 @@ def _library_files(library: Path, source_bytes: bytes) -> set[Path]:
 
 
 def cache_key(task: Submission) -> str:
-    digest = hashlib.sha256(grader_version(task.assignment, task.source).encode())
-    for part in (
-        task.student.encode(),
-        task.assignment.encode(),
-        task.notebook,
-        task.source,
-        json.dumps(task.settings.to_dict(), sort_keys=True).encode(),
-    ):
-        digest.update(hashlib.sha256(part).digest())
+    digest = hashlib.sha256(grader_version(task.assignment).encode())
+    for part in (task.student, task.assignment.name, task.assignment.digest, task.settings.model_dump_json()):
+        digest.update(hashlib.sha256(part.encode()).digest())
+    digest.update(hashlib.sha256(task.notebook).digest())
     return digest.hexdigest()
 
 
 def cached(root: Path, key: str) -> Result | None:
     """The cached result under ``key``; None where there is none, or what is there is not a result."""
     try:
-        return Result.from_json(json.loads((root / CACHE / f"{key}.json").read_text(encoding="utf-8")))
+        return Result.checked(json.loads((root / CACHE / f"{key}.json").read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
 
@@ -107,7 +103,7 @@ def remember(root: Path, key: str, result: Result) -> None:
     folder = root / CACHE
     folder.mkdir(exist_ok=True)
     tmp = folder / f"{key}.tmp"
-    tmp.write_text(json.dumps(result.to_json()), encoding="utf-8")
+    tmp.write_text(result.model_dump_json(), encoding="utf-8")
     os.replace(tmp, folder / f"{key}.json")
 
 
@@ -135,7 +131,7 @@ def kept(root: Path, tasks: list[Submission]) -> tuple[list[Result], list[str]]:
     changed ones as they were last graded (said so); those never graded are left out (said so too)."""
     known, results, notes = latest(root), [], []
     for task in tasks:
-        name = f"{task.student}/{task.assignment}"
+        name = "/".join(task.key)
         hit = cached(root, cache_key(task))
         if hit is None and name in known:
             hit = cached(root, known[name])
@@ -160,9 +156,9 @@ def written_to_regrade(root: Path, results: list[Result]) -> set[tuple[str, str,
         before = {}
     now, changed = dict(before), set()
     for r in results:
-        for gid, text in r.answers.items():
+        for gid, answer in r.answers.items():
             key = "/".join((r.student, r.assignment, gid))
-            now[key] = hashlib.sha256(text.strip().encode()).hexdigest()
+            now[key] = hashlib.sha256(answer.strip().encode()).hexdigest()
             if before.get(key) != now[key]:
                 changed.add((r.student, r.assignment, gid))
     path.parent.mkdir(exist_ok=True)

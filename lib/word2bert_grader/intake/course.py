@@ -1,32 +1,7 @@
-"""``course.toml``: the course's calendar and its learning platform, read once and checked.
+"""``course.toml``: the course's calendar and its learning platform, read once (the format: the instructors' page).
 
-One file in the course root, beside ``nbgrader_config.py`` (every section is optional)::
-
-    timezone = "Europe/Berlin"          # IANA name: how times without an offset are read
-
-    [late]                              # nbgrader's LateSubmissionPlugin: "none", "zero" or "per_hour"
-    policy = "per_hour"
-    points_per_hour = 1.0               # per_hour: points per hour late, hours rounded (nbgrader's example plugin)
-
-    [due]                               # a TOML date-time per assignment; without an offset, in `timezone`
-    01-word2vec = 2026-02-06T23:59:00
-    03-gpt = 2026-03-06T23:59:00+01:00
-
-    [extensions.alice]                  # per student: hours more, or a date-time of their own
-    01-word2vec = 48
-    03-gpt = 2026-03-10T12:00:00
-
-    [lms]
-    name = "canvas"                     # or "moodle": the formats of `--downloads`, rosters and `make export`
-    roster = "roster.csv"               # the LMS's gradebook export (relative to the course root)
-    student_id = "SIS Login ID"         # its column that holds our student ids (Moodle: "Email address")
-
-    [lms.columns]                       # the LMS's gradebook column of an assignment, where our name is not it
-    01-word2vec = "Exercise 1: word2vec (123456)"
-
-The file is the instructor's, but a typo must not stop a class from being graded: every value is checked, and
-what is wrong is left out and said in :attr:`Course.problems` (a file that is not TOML at all leaves every
-default in place, with that problem).
+The file is the instructor's (trusted): pydantic checks its types, and what is wrong is said in
+:attr:`Course.problems` and left out, the rest applied, so that a typo never stops a class from being graded.
 """
 
 from __future__ import annotations
@@ -34,32 +9,67 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import tomllib
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 FILE = "course.toml"
-POLICIES = ("none", "zero", "per_hour")
-LMS_NAMES = ("canvas", "moodle")
 DEFAULT_ID_COLUMN = {"canvas": "SIS Login ID", "moodle": "Email address"}
+_STRICT = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
 
 
-@dataclass(frozen=True)
-class LatePolicy:
-    method: str = "none"  # one of POLICIES
-    points_per_hour: float = 1.0
+class LatePolicy(BaseModel):
+    """nbgrader's LateSubmissionPlugin: "none", "zero" (a late submission scores 0) or "per_hour" (nbgrader's example
+    plugin: points per hour late, hours rounded)."""
+
+    model_config = _STRICT
+    method: Literal["none", "zero", "per_hour"] = Field("none", validation_alias="policy")
+    points_per_hour: float = Field(1.0, ge=0, allow_inf_nan=False)
 
 
-@dataclass(frozen=True)
-class LmsSettings:
-    name: str | None = None  # one of LMS_NAMES, or None: downloads named <student>_<assignment>.ipynb
-    roster: Path | None = None
+class LmsSettings(BaseModel):
+    model_config = _STRICT
+    name: Literal["canvas", "moodle"] | None = None  # None: downloads named <student>_<assignment>.ipynb
+    roster: Path | None = Field(None, strict=False)  # the LMS's gradebook export (relative to the course root)
     student_id: str | None = None  # the roster's column of student ids (None: the LMS's default)
-    columns: dict[str, str] = field(default_factory=dict)  # assignment -> the LMS's gradebook column
+    columns: dict[str, str] = {}  # assignment -> the LMS's gradebook column
 
     @property
     def id_column(self) -> str | None:
         return self.student_id or DEFAULT_ID_COLUMN.get(self.name or "")
+
+
+def _zone(name: str) -> str:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError("not an IANA time zone name") from None
+    return name
+
+
+def _moment(value: Any) -> datetime | date:
+    if not isinstance(value, date):
+        raise ValueError("not a date-time")
+    return value
+
+
+def _extension(value: Any) -> float | datetime | date:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 24 * 366:
+        return value
+    if isinstance(value, date):
+        return value
+    raise ValueError("neither hours nor a date-time")
+
+
+class _File(BaseModel):
+    model_config = _STRICT
+    timezone: Annotated[str, AfterValidator(_zone)] = "UTC"  # how every time without an offset is read
+    late: LatePolicy = LatePolicy()
+    due: dict[str, Annotated[Any, AfterValidator(_moment)]] = {}
+    extensions: dict[str, dict[str, Annotated[Any, AfterValidator(_extension)]]] = {}  # student -> assignment -> ...
+    lms: LmsSettings = LmsSettings()
 
 
 @dataclass
@@ -74,17 +84,14 @@ class Course:
     def for_lms(self, name: str | None) -> Course:
         """This course as graded for the LMS ``name`` (the command's ``LMS=``; None: course.toml's): its roster's
         id column then defaults to that LMS's, also where course.toml names no LMS."""
-        return replace(self, lms=replace(self.lms, name=name)) if name else self
+        return replace(self, lms=self.lms.model_copy(update={"name": name})) if name else self
 
     def due_for(self, student: str, assignment: str) -> datetime | None:
         """The student's due date of the assignment: their extension's, or everyone's."""
-        due = self.due.get(assignment)
-        extension = self.extensions.get((student, assignment))
+        due, extension = self.due.get(assignment), self.extensions.get((student, assignment))
         if isinstance(extension, datetime):
             return extension
-        if extension is not None and due is not None:
-            return due + extension
-        return due
+        return due + extension if extension is not None and due is not None else due
 
     def check_students(self, students: set[str]) -> None:
         """Report extensions for students who are neither on the roster nor among the submissions."""
@@ -95,8 +102,7 @@ class Course:
 
 def load(root: Path, assignments: list[str]) -> Course:
     """``root/course.toml`` checked against the course's assignments; a missing file is the defaults."""
-    course = Course()
-    path = root / FILE
+    course, path = Course(), root / FILE
     if not path.is_file():
         return course
     try:
@@ -104,94 +110,49 @@ def load(root: Path, assignments: list[str]) -> Course:
     except (OSError, UnicodeError, tomllib.TOMLDecodeError) as error:
         course.problems.append(f"{FILE} cannot be read ({error}): no due dates, penalties or LMS settings applied")
         return course
-    problems = course.problems
-    known = {"timezone", "late", "due", "extensions", "lms"}
-    problems += [f"{FILE}: unknown setting {k!r} (ignored)" for k in sorted(set(data) - known)]
-    zone = data.get("timezone", "UTC")
-    try:
-        course.timezone = ZoneInfo(zone)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        problems.append(f"{FILE}: timezone {zone!r} is not an IANA time zone name: UTC is used")
-    course.late = _policy(_table(data, "late", problems), problems)
-    for assignment, value in _table(data, "due", problems).items():
+    found = _checked(data, course.problems)
+
+    def known(where: str, assignment: str) -> bool:
         if assignment not in assignments:
-            problems.append(f"{FILE}: a due date for {assignment!r}, which is no assignment (ignored)")
-            continue
-        when = _datetime(value, course.timezone)
-        if when is None:
-            problems.append(f"{FILE}: due date of {assignment} is not a date-time: {value!r} (ignored)")
-        else:
-            course.due[assignment] = when
-    for student, table in _table(data, "extensions", problems).items():
-        if not isinstance(table, dict):
-            problems.append(f"{FILE}: extensions of {student!r} are not a table (ignored)")
-            continue
-        for assignment, value in table.items():
-            extension = _extension(value, course.timezone)
-            if assignment not in assignments:
-                problems.append(f"{FILE}: an extension of {student!r} for {assignment!r}, which is no assignment")
-            elif extension is None:
-                problems.append(f"{FILE}: extension of {student!r} for {assignment} is neither hours nor a date-time")
-            else:
-                course.extensions[student, assignment] = extension
-    course.lms = _lms(root, _table(data, "lms", problems), assignments, problems)
+            course.problems.append(f"{FILE}: {where}.{assignment}: no such assignment (ignored)")
+        return assignment in assignments
+
+    course.timezone = zone = ZoneInfo(found.timezone)
+    course.late = found.late
+    course.due = {a: _aware(when, zone) for a, when in found.due.items() if known("due", a)}
+    for student, table in found.extensions.items():
+        for a, value in table.items():
+            if known(f"extensions.{student}", a):
+                more = isinstance(value, (int, float))
+                course.extensions[student, a] = timedelta(hours=value) if more else _aware(value, zone)
+    columns = {a: column for a, column in found.lms.columns.items() if known("lms.columns", a)}
+    roster = root / found.lms.roster if found.lms.roster else None
+    course.lms = found.lms.model_copy(update={"roster": roster, "columns": columns})
     return course
 
 
-def _table(data: dict, name: str, problems: list[str]) -> dict:
-    value = data.get(name, {})
-    if isinstance(value, dict):
-        return value
-    problems.append(f"{FILE}: [{name}] is not a table (ignored)")
-    return {}
+def _checked(data: dict, problems: list[str]) -> _File:
+    """``data`` as a :class:`_File`, each value pydantic refuses said and left out."""
+    for _ in range(100):
+        try:
+            return _File.model_validate(data)
+        except ValidationError as error:
+            for e in error.errors():
+                where = ".".join(map(str, e["loc"]))
+                problems.append(f"{FILE}: {where}: {e['msg'].removeprefix('Value error, ')} (ignored)")
+                _drop(data, e["loc"])
+    return _File()
 
 
-def _policy(table: dict, problems: list[str]) -> LatePolicy:
-    method = table.get("policy", "none")
-    if method not in POLICIES:
-        problems.append(f"{FILE}: late policy {method!r} is none of {', '.join(POLICIES)}: no penalty applied")
-        method = "none"
-    rate = table.get("points_per_hour", 1.0)
-    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < float("inf"):
-        problems.append(f"{FILE}: points_per_hour {rate!r} is not a number of points >= 0: 1 is used")
-        rate = 1.0
-    return LatePolicy(method, float(rate))
+def _drop(data: dict, loc: tuple) -> None:
+    for key in loc[:-1]:
+        data = data.get(key) if isinstance(data, dict) else None
+    if isinstance(data, dict):
+        data.pop(loc[-1], None)
 
 
-def _datetime(value, zone: ZoneInfo) -> datetime | None:
+def _aware(value: datetime | date, zone: ZoneInfo) -> datetime:
     """A TOML date-time (or date: the end of that day) as an aware date-time, in ``zone`` if it has no offset."""
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=zone)
-    if isinstance(value, date):
-        return datetime.combine(value, time(23, 59, 59), tzinfo=zone)
-    return None
-
-
-def _extension(value, zone: ZoneInfo) -> datetime | timedelta | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float) and 0 <= value < 24 * 366:
-        return timedelta(hours=value)
-    return _datetime(value, zone)
-
-
-def _lms(root: Path, table: dict, assignments: list[str], problems: list[str]) -> LmsSettings:
-    name = table.get("name")
-    if name is not None and name not in LMS_NAMES:
-        problems.append(f"{FILE}: [lms] name {name!r} is none of {', '.join(LMS_NAMES)} (ignored)")
-        name = None
-    roster = table.get("roster")
-    if roster is not None and not isinstance(roster, str):
-        problems.append(f"{FILE}: [lms] roster is not a path (ignored)")
-        roster = None
-    student_id = table.get("student_id")
-    if student_id is not None and not isinstance(student_id, str):
-        problems.append(f"{FILE}: [lms] student_id is not a column name (ignored)")
-        student_id = None
-    columns = {}
-    for assignment, column in _table(table, "columns", problems).items():
-        if assignment in assignments and isinstance(column, str):
-            columns[assignment] = column
-        else:
-            problems.append(f"{FILE}: [lms.columns] {assignment!r} = {column!r} (ignored)")
-    return LmsSettings(name, root / roster if roster else None, student_id, columns)
+    return datetime.combine(value, time(23, 59, 59), tzinfo=zone)

@@ -1,88 +1,29 @@
-"""Collect a folder of LMS downloads into ``submitted/<student>/<assignment>/<assignment>.ipynb``.
-
-Instructors download every submission from their learning-management system (LMS) into one folder;
-:func:`collect` files each notebook under its student. It replaces ``nbgrader zip_collect``, which
-collected nobody when one zip held a ``../`` member or one student had two files, and let a file
-named after another student, inside a zip, replace that student's honest work.
-
-Names, of the files in the downloads folder (the LMS chooses them)::
-
-    <student>_<assignment>.ipynb      <student>_attempt_<timestamp>_<assignment>.ipynb
-    <student>.zip   <student>_<anything>.zip   <student>_attempt_<timestamp>_<anything>.zip
-
-``<assignment>`` is one of the caller's assignment names, matched as the suffix (names such as
-``01-word2vec`` hold dashes); a timestamp is digits and dashes (``2026-01-05-10-00-00``). Student
-ids are ``[A-Za-z0-9._@-]+`` and may not begin with ``-`` or ``.``. As an id may hold ``_``, in a
-zip's name without ``_attempt_<timestamp>_`` the id ends at the first ``_``, unless the roster names
-exactly one longer prefix (pass a roster when ids hold ``_``).
-
-Rules. A download that breaks one is reported as a :class:`Problem` with its reason, and never stops
-the others (reasons begin with ``ignored:``, ``refused:``, ``superseded:`` or ``conflict:``).
-
-1. The student comes only from the outer file name, never from a name inside an archive: a member
-   counts for assignment A if its base name is ``A.ipynb`` or ends with ``_A.ipynb``, whatever
-   precedes it (``alice_A.ipynb`` inside ``bob_x.zip`` is Bob's A), in any safe subfolder.
-2. Each zip is read on its own, in memory; nothing is extracted. A member whose path could escape a
-   folder (a ``..`` part, an absolute or drive path, a backslash), a symlink or other non-regular
-   file, an encrypted member, an empty one, or one bigger than ``max_member_bytes`` (checked on the
-   decompressed bytes as they are read, not only on the header's claim: zip bombs) is refused, and
-   the rest of its archive is still considered. A zip with more than :data:`MAX_MEMBERS` members or
-   :data:`MAX_ARCHIVE_BYTES` in all, or that is no zip, is refused whole. Zips inside zips are not
-   opened.
-3. Files that match no name (``notes.txt``, ``.DS_Store``), subfolders of the downloads folder and
-   macOS metadata inside zips are ignored; symlinks in the downloads folder are refused.
-4. Several downloads for one (student, assignment): the newest attempt timestamp wins and the others
-   are superseded. Without a single newest (a download without a timestamp, or a tie) none is
-   collected: a conflict.
-5. With a roster (:func:`read_roster`), ids not on it are refused.
-6. Ids never reach a command line: this module is pure Python.
-7. A notebook is written atomically (a temporary file in its folder, then ``os.replace``), with the download's time
-   (the time of the file in the downloads folder, for a zip the zip's: :mod:`intake.deadlines` reads
-   it as the time of the submission; a member's time inside a zip is whatever the zipper wrote), replacing
-   an earlier download of the same (student, assignment); nothing else under ``submitted/`` is
-   touched. A student or assignment folder that exists as a symlink, as a file, or under another
-   spelling (a case-insensitive file system) is refused rather than written through. The notebook's
-   JSON is not checked here: the grader reports invalid notebooks.
-
-A Problem names ``student`` and ``assignment`` when it leaves that pair with nothing collected (a
-conflict, a refused or unreadable notebook): the grade sheet must still show a failed row for it.
-
-The checks, the capped reading and the atomic writing are :mod:`intake.filing`'s, shared with the
-Canvas and Moodle collector.
+"""Downloads from a learning platform, collected into ``submitted/<student>/<assignment>/<assignment>.ipynb``: what
+every format shares (reading files and zip members safely, choosing one notebook per student, writing it), and the
+plain format, ``<student>_[attempt_<timestamp>_]<assignment>.ipynb`` or ``<student>_<anything>.zip``. The rules are
+README.md's ("Downloads"); Canvas's and Moodle's formats are :mod:`.lms`'s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
+import hashlib
 import io
+import os
 import re
 import stat
+import tempfile
 import zipfile
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from word2bert_grader.intake.filing import (
-    MAX_ARCHIVE_BYTES,
-    MAX_MEMBER_BYTES,
-    MAX_MEMBERS,
-    Collected,
-    Problem,
-    Refused,
-    checked,
-    checked_assignments,
-    describe,
-    id_problem,
-    open_regular,
-    path_problem,
-    read_file,
-    read_member,
-    size_problem,
-    type_problem,
-    write_notebook,
-)
-
+MAX_MEMBER_BYTES = 50 * 2**20  # one notebook, decompressed
+MAX_MEMBERS = 1000  # members of one student's zip
+MAX_ARCHIVE_BYTES = 200 * 2**20  # one student's zip, all members decompressed (and the zip file itself)
+_ID = re.compile(r"[A-Za-z0-9._@-]+")
 _TIMESTAMP = r"(?P<timestamp>[0-9]+(?:-[0-9]+)*)"
 # Lazy ids: "<id>_attempt_<ts>_..." reads as an attempt, not as the id "<id>_attempt_<ts>".
 _ZIP_ATTEMPT = re.compile(rf"(?P<student>.+?)_attempt_{_TIMESTAMP}_.*\.zip", re.DOTALL)
@@ -90,13 +31,215 @@ _ID_FIELDS = ("id", "student_id", "student")  # roster CSV columns, first found 
 
 
 @dataclass
-class _Candidate:
+class Problem:
+    source: str  # the download's file name (and member, e.g. "bob.zip:../x.ipynb")
+    reason: str  # for the instructor, one line: "ignored: ", "refused: ", "superseded: " or "conflict: ", then why
+    student: str | None = None  # set when the pair got nothing collected and needs a failed row
+    assignment: str | None = None
+
+
+@dataclass
+class Collected:
     student: str
     assignment: str
     source: str
-    timestamp: tuple[int, ...] | None
+
+
+class Refused(Exception):
+    """A download (or member) that is not collected; the message is the reason."""
+
+
+@dataclass
+class Candidate:
+    """A notebook a download offers for (student, assignment), read only when it is chosen."""
+
+    student: str
+    assignment: str
+    source: str
+    order: tuple | None  # the newest wins (an attempt timestamp, Canvas's attachment id); None: no order
     read: Callable[[int], bytes]  # max bytes -> the notebook; raises Refused (or zipfile's errors)
-    mtime: float | None = None  # the download's time (a zip's own, for its members)
+    mtime: float | None = None  # the download's time: the notebook keeps it (deadlines.py reads it)
+    named: bool = True  # named for its assignment: preferred to the student's other notebooks
+    beside: dict[str, bytes] = field(default_factory=dict)  # files written beside it (lms.json, timestamp.txt)
+
+
+# --- Checks --------------------------------------------------------------------------------------
+
+
+def checked_assignments(assignments: Collection[str]) -> list[str]:
+    """Assignment names, checked like ids (they become folder names), longest first (the most specific suffix)."""
+    if isinstance(assignments, str):
+        raise TypeError("assignments: a collection of names, not one string")
+    names = sorted(set(assignments), key=len, reverse=True)
+    for name in names:
+        if id_problem(name):
+            raise ValueError(f"assignment name {name!r}: {id_problem(name)}")
+    return names
+
+
+def id_problem(student: str) -> str | None:
+    if not _ID.fullmatch(student):
+        return "has characters other than letters, digits and . _ @ -"
+    return f"begins with {student[0]!r}" if student[0] in "-." else None
+
+
+def size_problem(size: int, cap: int) -> str | None:
+    if size == 0:
+        return "an empty file"
+    return f"{size} bytes, more than the {cap}-byte limit" if size > cap else None
+
+
+def member_problem(member: zipfile.ZipInfo, name: str) -> str | None:
+    """Why a zip member is not read ("refused: ..." or "ignored: ..."); "" for a folder; None: read it."""
+    base = name.rsplit("/", 1)[-1]
+    why = path_problem(name) or (None if member.is_dir() else type_problem(member))
+    if why:
+        return f"refused: {why}"
+    if member.is_dir():
+        return ""
+    if name.startswith("__MACOSX/") or base.startswith("._") or base == ".DS_Store":
+        return "ignored: macOS metadata"
+    if base.lower().endswith(".zip"):
+        return "ignored: a zip inside the zip (not opened)"
+    return "refused: encrypted" if member.flag_bits & 0x1 else None
+
+
+def path_problem(name: str) -> str | None:
+    """Why a member's path could land outside the folder it is extracted to, if it could."""
+    if "\\" in name:  # a separator on Windows: "..\\x" or "C:\\x" there
+        return "a backslash in its path"
+    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
+        return "an absolute path"
+    return "'..' in its path" if ".." in name.split("/") else None
+
+
+def type_problem(member: zipfile.ZipInfo) -> str | None:
+    mode = member.external_attr >> 16  # Unix mode; 0 from zippers that record none (Windows)
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    return "not a regular file" if stat.S_IFMT(mode) not in (0, stat.S_IFREG) else None
+
+
+def describe(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
+# --- Reading and writing --------------------------------------------------------------------------
+
+
+def open_regular(path: Path):
+    """``path`` opened for binary reading, refused if it is a symlink or a special file (a FIFO would block)."""
+    f = open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW | os.O_NONBLOCK))
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        f.close()
+        raise Refused("not a regular file")
+    return f
+
+
+def read_file(path: Path, cap: int) -> bytes:
+    with open_regular(path) as f:
+        return _read_capped(f, cap)
+
+
+def read_member(path: Path, member: zipfile.ZipInfo, cap: int) -> bytes:
+    with open_regular(path) as f, zipfile.ZipFile(f) as archive, archive.open(member) as data:
+        return _read_capped(data, cap)
+
+
+def _read_capped(f, cap: int) -> bytes:
+    data = f.read(cap + 1)  # what decompression yields is counted: a header may lie about the size
+    if len(data) > cap:
+        raise Refused(f"more than the {cap}-byte limit once decompressed")
+    if not data:
+        raise Refused("an empty file")
+    return data
+
+
+def write_notebook(submitted: Path, c: Candidate, data: bytes) -> None:
+    """The notebook (with the download's time) and the files beside it, each written atomically, in folders that
+    are never a link, a file, or another spelling of the name (a case-insensitive file system)."""
+    submitted.mkdir(parents=True, exist_ok=True)
+    folder = submitted
+    for name, shown in ((c.student, c.student), (c.assignment, f"{c.student}/{c.assignment}")):
+        folder = folder / name
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir()
+        mode = folder.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            raise Refused(f"submitted/{shown} is a symlink (not written through)")
+        if not stat.S_ISDIR(mode):
+            raise Refused(f"submitted/{shown} exists and is not a folder")
+        if name not in os.listdir(folder.parent):  # "Alice" would land in alice's folder
+            raise Refused(f"submitted/{shown} exists under another spelling (another student's?)")
+    files = [(name, content, None) for name, content in c.beside.items()]
+    for name, content, mtime in [*files, (f"{c.assignment}.ipynb", data, c.mtime)]:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(content)
+            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a grader run as another user
+            if mtime is not None:
+                os.utime(tmp, (mtime, mtime))
+            os.replace(tmp, folder / name)  # replaces a symlink there, never follows it
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+
+def settle(
+    candidates: list[Candidate], problems: list[Problem], submitted: Path, cap: int, copies_once: bool = False
+) -> tuple[list[Collected], list[Problem]]:
+    """One notebook per (student, assignment), written: of those named for the assignment (identical copies once,
+    where ``copies_once``: a platform's zip beside its unpacked files), the newest; where no single newest tells them
+    apart, none (a conflict). Every other candidate is one more of the ``problems``; a problem keeps its pair (for a
+    failed row) only where nothing was collected for it."""
+    groups: dict[tuple[str, str], list[Candidate]] = {}
+    for c in candidates:
+        groups.setdefault((c.student, c.assignment), []).append(c)
+    collected = []
+    for (student, assignment), group in groups.items():
+        named = [c for c in group if c.named] or group
+        if len(named) < len(group):
+            why = f"superseded: another file is named {assignment}.ipynb"
+            problems += [Problem(c.source, why, student, assignment) for c in group if not c.named]
+        contents: dict[str, tuple[Candidate, bytes]] = {}
+        for c in named:
+            try:
+                data = c.read(cap)
+            except Exception as e:  # damaged, oversized once decompressed, unreadable
+                why = str(e) if isinstance(e, Refused) else f"cannot read it ({describe(e)})"
+                problems.append(Problem(c.source, f"refused: {why}", student, assignment))
+                continue
+            best = contents.get(digest := hashlib.sha256(data).hexdigest() if copies_once else c.source)
+            if best is None or (c.order or ()) > (best[0].order or ()):  # identical copies count once
+                contents[digest] = (c, data)
+        if not contents:
+            continue
+        ranked = sorted(contents.values(), key=lambda pair: pair[0].order or ())
+        orders = [c.order for c, _ in ranked]
+        if len(ranked) > 1 and (None in orders or orders.count(orders[-1]) > 1):
+            sources = ", ".join(c.source for c, _ in contents.values())
+            why = f"{len(ranked)} different notebooks for {student}/{assignment} that cannot be told apart"
+            problems.append(Problem(sources, f"conflict: {why}; none collected", student, assignment))
+            continue
+        (winner, data), older = ranked[-1], ranked[:-1]
+        problems += [Problem(c.source, f"superseded: {winner.source} is newer", student, assignment) for c, _ in older]
+        try:
+            write_notebook(submitted, winner, data)
+        except Exception as e:  # a failed write, or a folder that is a link
+            why = str(e) if isinstance(e, Refused) else f"cannot write it ({describe(e)})"
+            problems.append(Problem(winner.source, f"refused: {why}", student, assignment))
+        else:
+            collected.append(Collected(student, assignment, winner.source))
+    done = {(c.student, c.assignment) for c in collected}
+    for p in problems:
+        if (p.student, p.assignment) in done:
+            p.student = p.assignment = None
+    return sorted(collected, key=lambda c: (c.student, c.assignment)), problems
+
+
+# --- The plain format -----------------------------------------------------------------------------
 
 
 def collect(
@@ -106,258 +249,117 @@ def collect(
     roster: set[str] | None = None,
     max_member_bytes: int = MAX_MEMBER_BYTES,
 ) -> tuple[list[Collected], list[Problem]]:
-    """File every download in ``downloads`` under ``submitted``; see the module's rules.
-
-    Returns what was collected (sorted by student, assignment) and every problem, ignored files
-    included. Only a missing ``downloads`` folder or a bad assignment name raises.
-    """
+    """File every download in ``downloads`` under ``submitted``. Returns what was collected (by student, assignment)
+    and every problem, ignored files included; only a missing folder or a bad assignment name raises."""
     names = checked_assignments(assignments)
-    candidates: list[_Candidate] = []
-    problems: list[Problem] = []
+    candidates, problems = [], []
     for path in sorted(Path(downloads).iterdir()):
         try:
-            found, refused = _scan_download(path, names, roster, max_member_bytes)
+            found, refused = _scan(path, names, roster, max_member_bytes)
         except Exception as e:  # a hostile file can make zipfile raise almost anything
             found, refused = [], [Problem(path.name, f"refused: cannot read it ({describe(e)})")]
         candidates += found
         problems += refused
-    winners, lost = _choose(candidates)
-    problems += lost
-    collected = []
-    for c in winners:
-        try:
-            write_notebook(Path(submitted), c.student, c.assignment, checked(c.read(max_member_bytes)), mtime=c.mtime)
-        except Refused as e:
-            problems.append(Problem(c.source, f"refused: {e}", c.student, c.assignment))
-        except Exception as e:  # a damaged member (bad CRC, broken deflate) or a failed write
-            problems.append(
-                Problem(c.source, f"refused: cannot read or write it ({describe(e)})", c.student, c.assignment)
-            )
-        else:
-            collected.append(Collected(c.student, c.assignment, c.source))
-    # Only pairs left with nothing collected need a failed row in the grade sheet.
-    done = {(c.student, c.assignment) for c in collected}
-    for p in problems:
-        if (p.student, p.assignment) in done:
-            p.student = p.assignment = None
-    return sorted(collected, key=lambda c: (c.student, c.assignment)), problems
+    return settle(candidates, problems, Path(submitted), max_member_bytes)
 
 
 def read_roster(path: Path) -> set[str]:
-    """Student ids of a roster: one id per line (blank lines and ``#`` comments ignored), or a CSV
-    (a ``.csv`` file, or a first line with a comma) with a column ``id``, ``student_id`` or
-    ``student``."""
+    """Student ids of a roster: one id per line (blank lines and ``#`` comments ignored), or a CSV (a ``.csv`` file,
+    or a first line with a comma) with a column ``id``, ``student_id`` or ``student``."""
     if not Path(path).is_file():  # the instructor's file: one plain check (a FIFO would be waited on for ever)
         raise ValueError(f"{path} is not a file")
     text = Path(path).read_text(encoding="utf-8").removeprefix("\ufeff")  # spreadsheets write a byte-order mark
-    ids = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-    ids = [i for i in ids if i]
-    if Path(path).suffix.lower() == ".csv" or (ids and "," in ids[0]):
-        return _read_csv_roster(text, path)
-    return set(ids)
-
-
-def _read_csv_roster(text: str, path: Path) -> set[str]:
+    ids = [i for i in (line.split("#", 1)[0].strip() for line in text.splitlines()) if i]
+    if Path(path).suffix.lower() != ".csv" and not (ids and "," in ids[0]):
+        return set(ids)
     rows = csv.DictReader(io.StringIO(text, newline=""))
     fields = {(name or "").strip().lower(): name for name in rows.fieldnames or []}
     column = next((fields[f] for f in _ID_FIELDS if f in fields), None)
     if column is None:
-        wanted = ", ".join(_ID_FIELDS)
-        raise ValueError(f"{path}: a roster CSV needs a column named one of {wanted}")
-    ids = ((row.get(column) or "").strip() for row in rows)
-    return {i for i in ids if i}
+        raise ValueError(f"{path}: a roster CSV needs a column named one of {', '.join(_ID_FIELDS)}")
+    return {i for i in ((row.get(column) or "").strip() for row in rows) if i}
 
 
-# --- Reading the downloads folder -----------------------------------------------------------------
-def _scan_download(
-    path: Path, assignments: list[str], roster: set[str] | None, cap: int
-) -> tuple[list[_Candidate], list[Problem]]:
+def _scan(path: Path, names: list[str], roster: set[str] | None, cap: int) -> tuple[list[Candidate], list[Problem]]:
     """The candidates one entry of the downloads folder offers, and its problems."""
-    name = path.name
-    info = path.lstat()
-    mode = info.st_mode
-    if stat.S_ISLNK(mode):
+    name, info = path.name, path.lstat()
+    if stat.S_ISLNK(info.st_mode):
         return [], [Problem(name, "refused: a symlink (downloads must be plain files)")]
-    if stat.S_ISDIR(mode):
+    if stat.S_ISDIR(info.st_mode):
         return [], [Problem(name, "ignored: a subfolder (only the folder's own files count)")]
-    if not stat.S_ISREG(mode):
+    if not stat.S_ISREG(info.st_mode):
         return [], [Problem(name, "refused: not a regular file")]
+    assignment = None
     if name.endswith(".ipynb"):
-        notebook = _notebook_name(assignments).fullmatch(name)
-        if notebook is None:
-            return [], [
-                Problem(
-                    name, "ignored: not named <student>_[attempt_<timestamp>_]<assignment>.ipynb for a known assignment"
-                )
-            ]
-        student, stamp, assignment = notebook.group("student", "timestamp", "assignment")
+        known = "|".join(re.escape(a) for a in names) or "(?!)"
+        form = rf"(?P<student>.+?)_(?:attempt_{_TIMESTAMP}_)?(?P<assignment>{known})\.ipynb"
+        match = re.fullmatch(form, name, re.DOTALL)
+        if match is None:
+            why = "ignored: not named <student>_[attempt_<timestamp>_]<assignment>.ipynb for a known assignment"
+            return [], [Problem(name, why)]
+        student, stamp, assignment = match.group("student", "timestamp", "assignment")
     elif name.endswith(".zip") and name != ".zip":
-        assignment = None  # the members say
         try:
             student, stamp = _zip_owner(name, roster)
         except Refused as e:
             return [], [Problem(name, f"refused: {e}")]
     else:
         return [], [Problem(name, "ignored: neither a notebook nor a zip")]
-    why = id_problem(student) or _roster_problem(student, roster)
+    why = id_problem(student) or (None if roster is None or student in roster else "is not on the roster")
     if why:
         return [], [Problem(name, f"refused: student id {student!r} {why}")]
-    timestamp = tuple(int(part) for part in stamp.split("-")) if stamp else None
+    order = tuple(int(part) for part in stamp.split("-")) if stamp else None
     if assignment is None:
-        found, problems = _scan_zip(path, student, timestamp, assignments, cap)
-        for c in found:
-            c.mtime = info.st_mtime
-        return found, problems
-    why = size_problem(info.st_size, cap)
-    if why:
+        return _scan_zip(path, student, order, names, cap, info.st_mtime)
+    if why := size_problem(info.st_size, cap):
         return [], [Problem(name, f"refused: {why}", student, assignment)]
-    read = functools.partial(read_file, path)  # later, and only if it wins
-    return [_Candidate(student, assignment, name, timestamp, read, info.st_mtime)], []
-
-
-def _notebook_name(assignments: list[str]) -> re.Pattern[str]:
-    known = "|".join(re.escape(a) for a in assignments) or "(?!)"
-    return re.compile(rf"(?P<student>.+?)_(?:attempt_{_TIMESTAMP}_)?(?P<assignment>{known})\.ipynb", re.DOTALL)
+    return [Candidate(student, assignment, name, order, functools.partial(read_file, path), info.st_mtime)], []
 
 
 def _zip_owner(name: str, roster: set[str] | None) -> tuple[str, str | None]:
-    """(student, timestamp or None) of a zip's name."""
+    """(student, timestamp or None) of a zip's name. Ids may hold "_": every prefix that ends before a "_" could be
+    the id; the shortest is the platform's convention, and a roster may tell."""
     attempt = _ZIP_ATTEMPT.fullmatch(name)
     if attempt:
         return attempt["student"], attempt["timestamp"]
     stem = name.removesuffix(".zip")
-    # "<student>.zip" or "<student>_<anything>.zip", and ids may hold "_": every prefix ending
-    # before a "_" could be the id. The shortest is the LMS's convention; a roster may tell.
     prefixes = [stem[:i] for i, ch in enumerate(stem) if ch == "_" and i] + [stem]
-    if roster is None:
-        return prefixes[0], None
-    known = [p for p in prefixes if p in roster]
+    known = [p for p in prefixes if roster is not None and p in roster]
     if len(known) > 1:
         raise Refused(f"whose download? the roster has {', '.join(map(repr, known))}")
     return (known or prefixes)[0], None
 
 
-def _roster_problem(student: str, roster: set[str] | None) -> str | None:
-    return None if roster is None or student in roster else "is not on the roster"
-
-
-# --- Zips -----------------------------------------------------------------------------------------
-
-
 def _scan_zip(
-    path: Path, student: str, timestamp: tuple[int, ...] | None, assignments: list[str], cap: int
-) -> tuple[list[_Candidate], list[Problem]]:
-    """A zip's candidates (its notebooks, all the student's) and problems; nothing is read yet."""
-    name = path.name
+    path: Path, student: str, order: tuple | None, names: list[str], cap: int, mtime: float
+) -> tuple[list[Candidate], list[Problem]]:
+    """A student's zip: its notebooks, all the student's, whatever their names say (nothing is read yet)."""
     if path.stat().st_size > MAX_ARCHIVE_BYTES:  # before zipfile reads its whole directory
-        return [], [Problem(name, f"refused: a zip of more than {MAX_ARCHIVE_BYTES} bytes")]
+        return [], [Problem(path.name, f"refused: a zip of more than {MAX_ARCHIVE_BYTES} bytes")]
     try:
         with open_regular(path) as f, zipfile.ZipFile(f) as archive:
             members = archive.infolist()
     except zipfile.BadZipFile as e:
-        return [], [Problem(name, f"refused: not a valid zip ({e})")]
+        return [], [Problem(path.name, f"refused: not a valid zip ({e})")]
     if len(members) > MAX_MEMBERS:
-        return [], [Problem(name, f"refused: {len(members)} members, more than {MAX_MEMBERS}")]
+        return [], [Problem(path.name, f"refused: {len(members)} members, more than {MAX_MEMBERS}")]
     total = sum(m.file_size for m in members)
     if total > MAX_ARCHIVE_BYTES:
-        return [], [Problem(name, f"refused: {total} bytes uncompressed, more than {MAX_ARCHIVE_BYTES}")]
+        return [], [Problem(path.name, f"refused: {total} bytes uncompressed, more than {MAX_ARCHIVE_BYTES}")]
     candidates, problems = [], []
     for member in members:
-        found = _scan_member(path, member, student, timestamp, assignments, cap)
-        if isinstance(found, _Candidate):
-            candidates.append(found)
-        elif found is not None:
-            problems.append(found)
+        source, base = f"{path.name}:{member.filename}", re.split(r"[/\\]", member.filename)[-1]
+        # the member's name says the assignment (A.ipynb or <anything>_A.ipynb), never the student
+        assignment = next((a for a in names if base == f"{a}.ipynb" or base.endswith(f"_{a}.ipynb")), None)
+        why = member_problem(member, member.filename)
+        if why is None and assignment is None:
+            why = "ignored: not a notebook of a known assignment"
+        if why is None and size_problem(member.file_size, cap):
+            why = f"refused: {size_problem(member.file_size, cap)}"
+        if why is None:
+            read = functools.partial(read_member, path, member)
+            candidates.append(Candidate(student, assignment, source, order, read, mtime))
+        elif why:  # a notebook of the student's that fails gets a row
+            row = (student, assignment) if assignment and why.startswith("refused") else (None, None)
+            problems.append(Problem(source, why, *row))
     return candidates, problems
-
-
-def _scan_member(
-    path: Path,
-    member: zipfile.ZipInfo,
-    student: str,
-    timestamp: tuple[int, ...] | None,
-    assignments: list[str],
-    cap: int,
-) -> _Candidate | Problem | None:
-    """One member: a candidate, a problem, or None for a folder entry (nothing to collect)."""
-    name = member.filename
-    source = f"{path.name}:{name}"
-    base = re.split(r"[/\\]", name)[-1]
-    assignment = _member_assignment(base, assignments)
-
-    def refused(why: str) -> Problem:  # a notebook of the student's that fails gets a row
-        return Problem(source, f"refused: {why}", student if assignment else None, assignment)
-
-    why = path_problem(name)
-    if why:
-        return refused(why)
-    if member.is_dir():
-        return None
-    why = type_problem(member)
-    if why:
-        return refused(why)
-    if name.startswith("__MACOSX/") or base.startswith("._"):
-        return Problem(source, "ignored: macOS metadata")
-    if base.lower().endswith(".zip"):
-        return Problem(source, "ignored: a zip inside the zip (not opened)")
-    if assignment is None:
-        return Problem(source, "ignored: not a notebook of a known assignment")
-    if member.flag_bits & 0x1:
-        return refused("encrypted")
-    why = size_problem(member.file_size, cap)
-    if why:
-        return refused(why)
-    read = functools.partial(read_member, path, member)  # later, and only if it wins
-    return _Candidate(student, assignment, source, timestamp, read)
-
-
-def _member_assignment(base: str, assignments: list[str]) -> str | None:
-    # assignments is longest first, so "x_a-b.ipynb" is a-b's rather than b's.
-    for a in assignments:
-        if base == f"{a}.ipynb" or base.endswith(f"_{a}.ipynb"):
-            return a
-    return None
-
-
-# --- Choosing among several downloads -------------------------------------------------------------
-
-
-def _choose(candidates: Iterable[_Candidate]) -> tuple[list[_Candidate], list[Problem]]:
-    """One candidate per (student, assignment) that has a single newest; problems for the rest."""
-    groups: dict[tuple[str, str], list[_Candidate]] = {}
-    for c in candidates:
-        groups.setdefault((c.student, c.assignment), []).append(c)
-    winners, problems = [], []
-    for (student, assignment), group in groups.items():
-        newest, why = _newest(group)
-        if newest is None:
-            problems.append(
-                Problem(
-                    ", ".join(c.source for c in group),
-                    f"conflict: {len(group)} downloads for {student}/{assignment} and {why}; none collected",
-                    student,
-                    assignment,
-                )
-            )
-            continue
-        winners.append(newest)
-        problems += [
-            Problem(c.source, f"superseded: {newest.source} is a newer attempt", student, assignment)
-            for c in group
-            if c is not newest
-        ]
-    return winners, problems
-
-
-def _newest(group: list[_Candidate]) -> tuple[_Candidate | None, str]:
-    if len(group) == 1:
-        return group[0], ""
-    stamps = [c.timestamp for c in group]
-    if None in stamps:
-        return None, "not all of them carry an attempt timestamp"
-    if len({len(s) for s in stamps}) > 1:
-        return None, "their attempt timestamps have different forms"
-    top = max(stamps)
-    if stamps.count(top) > 1:
-        return None, "the newest attempt timestamp is shared"
-    return group[stamps.index(top)], ""

@@ -1,92 +1,483 @@
-"""Canvas and Moodle, in their own formats: rosters and submission downloads in, grades and feedback out.
+"""Canvas's and Moodle's downloads and rosters (the formats and the rules: README.md, "Canvas and Moodle").
 
-**Rosters** are the LMS's gradebook export, read by :func:`read_roster`:
-
-- Canvas (Grades, Export): ``Student,ID,SIS User ID,SIS Login ID,Section,<assignments...>``, then the row
-  ``Points Possible``; ``ID`` is Canvas's user id, the one in its download names;
-- Moodle (Grades, Export, Plain text file): ``First name,Surname,ID number,Institution,Department,
-  Email address,<grade items...>``.
-
-One column holds the course's student ids (``course.toml``'s ``[lms] student_id``: "SIS Login ID" and
-"Email address" by default). A row without a usable id, or with one another row has, is reported and left out.
-
-**Downloads** (``make autograde DOWNLOADS=dir LMS=canvas|moodle``): ``dir/<assignment>/`` holds what the LMS
-gave for that assignment, its zip as downloaded or unpacked (or both: identical copies count once):
-
-- Canvas ("Download Submissions"): flat files named ``<name>_<user id>_<attachment id>_<file>``,
-  ``<name>_LATE_<user id>_<attachment id>_<file>``, ``anon_<id>_...`` under anonymous grading; a file
-  uploaded again under the same name is renamed ``<file>-1``, ``-2``... The user id finds the student.
-- Moodle ("Download all submissions"): a folder per participant, ``<Full Name>_<participant id>_
-  assignsubmission_file_`` (without the last ``_`` since Moodle 4.1; or flat files with the folder's name as
-  a prefix). Participant ids differ per assignment: the assignment's grading worksheet (Download grading
-  worksheet, a CSV with ``Identifier``, ``Full name``, ``Email address`` and ``Last modified (submission)``),
-  put in the same folder, gives whose each is and when it was submitted (a CSV that Moodle names as a
-  participant's file is a student's upload, never read as the worksheet); without it, the full name is looked
-  up on the roster.
-
-The student comes from the LMS's identifiers only, never from a file's content. The safety rules of
-:mod:`intake.downloads` hold here too: nothing is extracted, paths that could escape, links,
-encrypted and oversized members (counted as they decompress) are refused, zips inside the download are not
-opened, nor is a zip the LMS names as a student's file (a student's upload, in an unpacked download: the names
-inside it are the student's, and would be read as the LMS's names of another student's files), and one bad file
-never stops the others. A download's limits are each student's (the files the LMS names as theirs, notebooks
-first): one student's thousand uploads never cost the class's zip. A Canvas name that reads as two users (the
-display name and the file's name are the student's, and may hold another user's ids) is collected for neither,
-and reported. Several notebooks for one student: those named for the
-assignment (``<assignment>.ipynb``, with Canvas's ``-1`` suffixes) count; of those, Canvas's newest upload (the
-largest attachment id) wins. Copies with the same bytes are one. Notebooks that cannot be told apart are a
-conflict: none is collected, and the student gets a failed row that says so. A file whose owner is on no
-roster row is reported and left where it is. Besides the notebook, the collector writes ``lms.json``
-(:class:`Record`: the LMS's ids, to pack the feedback) and, where the LMS gave a time, nbgrader's
-``timestamp.txt``; the notebook keeps the download's time (:mod:`intake.deadlines`).
-
-**Exports** (``make export LMS=canvas|moodle``, :func:`export`), from ``grades.csv`` and ``feedback/``:
-
-- ``exports/canvas-grades.csv``, Canvas's gradebook import: its five identity columns, the ``Points Possible``
-  row, one column per assignment (named as in the roster export, where it has one); and
-  ``exports/canvas-feedback/<assignment>.zip`` for the assignment's Re-Upload Submissions, each page named
-  ``<name>_<user id>_<attachment id>_<file>``, which Canvas reads back (its first two all-digit fields) to attach
-  the page to that submission;
-- ``exports/moodle-grades.csv`` for Moodle's CSV grade import: the roster's identity columns, and a grade and a
-  ``Feedback:`` column per assignment; and ``exports/moodle-feedback/<assignment>.zip`` for Upload multiple
-  feedback files in a zip: ``<Full Name>_<participant id>_assignfeedback_file_/<file>``.
-
-The parts: :mod:`intake.lms_roster` reads the rosters, :mod:`intake.lms_formats` Canvas's and
-Moodle's download names and worksheets, :mod:`intake.lms_collect` collects, and
-:mod:`outputs.exports` exports. This module gives them one name, and reads the roster and collects the
-downloads for ``make autograde`` (:func:`intake`).
+The roster is the platform's gradebook export (:func:`read_roster`). A download, ``<downloads>/<assignment>/``, holds
+the platform's zip as downloaded or unpacked; each file's owner comes from the platform's name for it (Canvas's user
+id, Moodle's participant id with its grading worksheet), never from its content, and the rules of :mod:`.downloads`
+hold: nothing is extracted, links and escaping paths are refused, a download's limits are each student's.
 """
 
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+import functools
+import io
+import json
+import re
+import stat
+import unicodedata
+import zipfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from word2bert_grader.intake import downloads
 from word2bert_grader.intake.course import Course
-from word2bert_grader.intake.filing import Problem
-from word2bert_grader.intake.lms_collect import collect
-from word2bert_grader.intake.lms_formats import CanvasName, MoodleName, Record, parse_canvas, parse_moodle
-from word2bert_grader.intake.lms_roster import Person, Roster, read_roster
-from word2bert_grader.outputs.exports import Grade, export, read_grades
+from word2bert_grader.intake.deadlines import LMS_RECORD, TIMESTAMP
+from word2bert_grader.intake.downloads import Candidate, Collected, Problem
 
-__all__ = [
-    "CanvasName",
-    "Grade",
-    "Intake",
-    "MoodleName",
-    "Person",
-    "Record",
-    "Roster",
-    "collect",
-    "export",
-    "intake",
-    "parse_canvas",
-    "parse_moodle",
-    "read_grades",
-    "read_roster",
-]
+CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+MOODLE_IDENTITY = ("First name", "Surname", "ID number", "Email address")
+MOODLE_TIME_FORMATS = ("%A, %d %B %Y, %I:%M %p", "%A, %d %B %Y, %H:%M", "%d %B %Y, %I:%M %p")
+MAX_SHEET_BYTES = 20 * 2**20  # a grading worksheet
+# Canvas's name part and its file's name are at most 255 characters each: a longer name is none of Canvas's (a zip
+# member's name of 65,535 "_1" groups has 32,000 readings, each with its own file name: 20 s and 2 GB).
+MAX_CANVAS_NAME = 1024
+MAX_DEPTH = 4  # folders below an assignment's download folder
+# An assignment's download holds the whole class. Its limits are each owner's (the files the platform names as one
+# student's, or as no one's): one student's thousand uploads cost that student's files, never the class's zip.
+MAX_OWNER_FILES = downloads.MAX_MEMBERS
+MAX_OWNER_BYTES = downloads.MAX_ARCHIVE_BYTES  # decompressed
+MAX_ENTRIES = 200_000  # files and members of one assignment's download kept (each owner's within their limits)
+MAX_CLASS_ZIP_BYTES = 32 * 2**30  # the platform's zip itself (read a member at a time, each within its own limit)
+SEVERAL_USERS = "several users"  # the owner of every Canvas name that reads as several (collected for none)
+
+
+# --- Rosters --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Person:
+    student: str  # the course's id
+    name: str  # as the LMS shows it ("Lovelace, Ada" on Canvas, "Ada Lovelace" on Moodle)
+    lms_id: str  # Canvas's user id; "" on Moodle (its participant ids are per assignment)
+    identity: dict[str, str] = field(default_factory=dict, compare=False)  # the export's identity columns
+
+
+@dataclass
+class Roster:
+    lms: str
+    people: list[Person] = field(default_factory=list)
+    header: list[str] = field(default_factory=list)  # the export's columns (assignment columns included)
+    points: dict[str, str] = field(default_factory=dict)  # Canvas's Points Possible row
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def students(self) -> set[str]:
+        return {p.student for p in self.people}
+
+    def find(self, column: str, value: str) -> list[Person]:
+        """The people whose ``column`` (an identity column, or "name") is ``value``, compared as people read names:
+        composed Unicode, case and spacing ignored."""
+        key = _folded(value)
+        found = (p for p in self.people if _folded(p.name if column == "name" else p.identity.get(column, "")) == key)
+        return list(found) if key else []
+
+
+def read_roster(path: Path, lms: str, id_column: str) -> Roster:
+    """The roster of an LMS's gradebook export; every problem is in ``Roster.problems`` (never raises)."""
+    roster, shown = Roster(lms), f"roster {path.name}"
+    try:
+        if not path.is_file():  # the instructor's file: one plain check (a FIFO would be waited on for ever)
+            raise ValueError("not a file")
+        rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig"), newline="")))
+    except (OSError, UnicodeError, ValueError, csv.Error) as error:
+        roster.problems.append(f"{shown} cannot be read ({type(error).__name__}: {error})")
+        return roster
+    if not rows:
+        roster.problems.append(f"{shown} is empty")
+        return roster
+    roster.header = header = [h.strip() for h in rows[0]]
+    missing = sorted(({id_column, "ID"} if lms == "canvas" else {id_column}) - set(header))
+    if missing:
+        roster.problems.append(f"{shown} is not {lms.capitalize()}'s gradebook export: no column {', '.join(missing)}")
+        return roster
+    seen: dict[tuple[str, str], int] = {}  # (column, value) -> line: student ids and Canvas's user ids
+    for number, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        values = dict(zip(header, (cell.strip() for cell in row), strict=False))
+        if len(row) != len(header):
+            roster.problems.append(f"{shown} line {number}: {len(row)} fields, the header has {len(header)}")
+        if lms == "canvas" and values.get("Student") == "Points Possible":
+            roster.points = values
+            continue
+        first_last = " ".join(filter(None, (values.get("First name"), values.get("Surname"))))
+        name = values.get("Student", "") if lms == "canvas" else first_last
+        student, lms_id = values.get(id_column, ""), values.get("ID", "") if lms == "canvas" else ""
+        why = "has no " + id_column if not student else downloads.id_problem(student)
+        if why:
+            roster.problems.append(f"{shown} line {number} ({name or 'no name'}): the id {why}: left out")
+            continue
+        again = [(c, v) for c, v in ((id_column, student), ("ID", lms_id)) if v and (c, v) in seen]
+        if again:
+            column, value = again[0]
+            roster.problems.append(
+                f"{shown} line {number}: {column} {value!r} is also on line {seen[again[0]]}: left out"
+            )
+            continue
+        seen.update({(id_column, student): number, ("ID", lms_id): number})
+        identity = CANVAS_IDENTITY if lms == "canvas" else MOODLE_IDENTITY
+        roster.people.append(Person(student, name, lms_id, {k: values[k] for k in identity if k in values}))
+    return roster
+
+
+def _folded(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFC", text).casefold().split())
+
+
+@dataclass(frozen=True)
+class Record:
+    """``submitted/<student>/<assignment>/lms.json``: what the LMS said of the collected download."""
+
+    lms: str
+    download: str  # the file (and member) it came from
+    user: str  # Canvas's user id, Moodle's participant id (of this assignment)
+    name: str  # the name the LMS gave it (Canvas's name part, Moodle's full name)
+    attachment: str = ""  # Canvas's attachment id
+    late: bool | None = None  # Canvas's LATE mark; None on Moodle
+
+    @classmethod
+    def read(cls, folder: Path) -> Record | None:
+        try:
+            data = json.loads((folder / LMS_RECORD).read_text(encoding="utf-8"))
+            return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+# --- Canvas ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CanvasName:
+    name: str  # Canvas's sanitized sortable name ("" under anonymous grading)
+    late: bool
+    user: str  # the user id, or "anon_<id>"
+    attachment: str
+    file: str  # the file's name as uploaded (with Canvas's "-1" for a re-upload)
+
+
+def canvas_readings(base: str) -> list[CanvasName]:
+    """Every way to read ``base`` as a Canvas download name (``lib/content_zipper.rb``: ``[name, "LATE", user
+    id].join("_")``, then ``_<attachment id>_<file>``): one per place where two all-digit fields stand. Canvas reads
+    the first back; but the name part is the student's own (a display name of ``eve_1001_99999``) and so is the
+    file's, so an honest name has one reading and a name that reads as two users is no evidence of either."""
+    parts, readings = base.split("_") if len(base) <= MAX_CANVAS_NAME else [], []
+    for i in range(len(parts) - 2):
+        anonymous = parts[i] == "anon" and i + 3 < len(parts) and all_digits(parts[i + 2])
+        if anonymous or (all_digits(parts[i]) and all_digits(parts[i + 1])):
+            user = f"anon_{parts[i + 1]}" if anonymous else parts[i]
+            attachment = parts[i + 2] if anonymous else parts[i + 1]
+            rest, name = "_".join(parts[i + (3 if anonymous else 2) :]), parts[:i]
+            late = bool(name) and name[-1] == "LATE"
+            if rest:
+                readings.append(CanvasName("_".join(name[:-1] if late else name), late, user, attachment, rest))
+    return readings
+
+
+def parse_canvas(base: str) -> CanvasName | None:
+    """A Canvas download name read as Canvas reads it back: its first reading."""
+    return next(iter(canvas_readings(base)), None)
+
+
+def canvas_users(base: str) -> list[str]:
+    """The users a Canvas download name reads as: one for an honest name (anonymous grading's ``anon_`` ids count)."""
+    return sorted({r.user for r in canvas_readings(base)})
+
+
+def canvas_owner(name: str) -> str | None:
+    """Whose a download's limits count it as: its user; every name that reads as several users is counted for none of
+    them (whose notebooks it would crowd out): all together; None: no Canvas name."""
+    users = canvas_users(name.rsplit("/", 1)[-1])
+    return SEVERAL_USERS if len(users) > 1 else next(iter(users), None)
+
+
+def all_digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _canvas(assignment: str, entries, roster: Roster | None, course: Course, folder: Path):
+    found, problems = [], []
+    for entry in entries:
+        base = entry.name.rsplit("/", 1)[-1]
+        parsed, users = parse_canvas(base), canvas_users(base)
+        people = roster.people if roster is not None else []
+        person = next((p for p in people if parsed and p.lms_id == parsed.user), None)
+        if parsed is None:
+            why = "ignored: not named as Canvas names downloads (name_ID_ID_file)"
+        elif not parsed.file.endswith(".ipynb"):
+            why = "ignored: not a notebook"
+        elif parsed.user.startswith("anon_"):
+            why = "not collected: anonymous grading hides whose it is (kept in the downloads)"
+        elif len(users) > 1:  # another user's ids in a part of the student's choosing: neither reading can be trusted
+            why = (
+                f"not collected: the name reads as Canvas users {' and '.join(users)} (a display name or a file name "
+                "holding another user's ids; kept in the downloads: grade it by hand)"
+            )
+        elif people and person is None:
+            why = f"not collected: Canvas user {parsed.user} is on no roster row (kept in the downloads)"
+        else:
+            student = person.student if person else f"canvas-{parsed.user}"  # no usable roster: Canvas's id, said so
+            record = Record("canvas", entry.source, parsed.user, parsed.name, parsed.attachment, parsed.late)
+            found.append(_candidate(student, assignment, entry, parsed.file, (int(parsed.attachment),), record))
+            continue
+        problems.append(Problem(entry.source, why))
+    return found, problems
+
+
+# --- Moodle ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MoodleName:
+    name: str  # the participant's full name ("Participant" under blind marking)
+    participant: str
+    plugin: str  # "file", "onlinetext", ...
+    file: str  # the path inside the participant's folder
+
+
+def parse_moodle(path: str) -> MoodleName | None:
+    """A path in Moodle's "Download all submissions" zip, read as Moodle's own feedback import reads it
+    (``mod/assign/feedback/file/importziplib.php``): the first part ``<name>_<id>_<subtype>_<plugin>[_<rest>]``."""
+    parts = path.split("/")
+    while parts:
+        info = parts.pop(0).split("_", 4)
+        if len(info) >= 4 and all_digits(info[1]) and info[2] == "assignsubmission":
+            rest = "/".join(([info[4]] if len(info) == 5 and info[4] else []) + parts)
+            return MoodleName(info[0], info[1], info[3], rest) if rest else None
+    return None
+
+
+def moodle_owner(path: str) -> str | None:
+    parsed = parse_moodle(path)
+    return parsed.participant if parsed is not None else None
+
+
+def _worksheets(folder: Path, course: Course) -> tuple[dict[str, tuple[dict, datetime | None]], list[Problem]]:
+    """Participant id -> (identity, submission time) from the grading worksheets: CSVs at the top of the assignment's
+    folder, but for those Moodle names as a participant's file (a student's upload, in an unpacked download)."""
+    sheets, problems = {}, []
+    for path in sorted(folder.glob("*.csv")):
+        shown = f"{folder.name}/{path.name}"
+        try:
+            if parse_moodle(path.name) is not None:
+                raise downloads.Refused("a student's uploaded file, not the grading worksheet")
+            rows = list(csv.DictReader(io.StringIO(downloads.read_file(path, MAX_SHEET_BYTES).decode("utf-8-sig"))))
+            if not rows or "Identifier" not in rows[0]:
+                raise downloads.Refused("not Moodle's grading worksheet (no Identifier column)")
+        except Exception as e:
+            why = str(e) if isinstance(e, downloads.Refused) else f"cannot read it ({downloads.describe(e)})"
+            problems.append(Problem(shown, f"ignored: {why}"))
+            continue
+        for number, row in enumerate(rows, start=2):
+            ident = re.search(r"([0-9]+)\s*$", str(row.get("Identifier") or ""))
+            stamp = str(row.get("Last modified (submission)") or "").strip()
+            when = next((t for form in MOODLE_TIME_FORMATS if (t := _time(stamp, form, course))), None)
+            if ident is None:
+                problems.append(Problem(shown, f"line {number}: no participant id in {row.get('Identifier')!r}"))
+                continue
+            if stamp not in ("", "-") and when is None:
+                problems.append(
+                    Problem(shown, f"line {number}: cannot read the time {stamp!r}: the file's time is used")
+                )
+            sheets[ident[1]] = (
+                {k: str(v).strip() for k, v in row.items() if isinstance(k, str) and isinstance(v, str)},
+                when,
+            )
+    return sheets, problems
+
+
+def _time(text: str, form: str, course: Course) -> datetime | None:
+    try:
+        return datetime.strptime(text, form).replace(tzinfo=course.timezone)
+    except ValueError:
+        return None
+
+
+def _moodle(assignment: str, entries, roster: Roster | None, course: Course, folder: Path):
+    sheets, problems = _worksheets(folder, course)
+    found = []
+    for entry in entries:
+        if "/" not in entry.name and entry.name.endswith(".csv"):
+            continue  # a worksheet (read above)
+        parsed = parse_moodle(entry.name)
+        if parsed is None or parsed.plugin != "file" or not parsed.file.endswith(".ipynb"):
+            why = (
+                "ignored: not a notebook"
+                if parsed
+                else "ignored: not in Moodle's download layout (Name_ID_assignsubmission_)"
+            )
+            problems.append(Problem(entry.source, why))
+            continue
+        identity, when = sheets.get(parsed.participant, ({}, None))
+        student, why = _moodle_person(parsed, identity, roster, course.lms.id_column)
+        if student is None:
+            problems.append(Problem(entry.source, f"not collected: {why} (kept in the downloads)"))
+            continue
+        record = Record("moodle", entry.source, parsed.participant, parsed.name)
+        found.append(_candidate(student, assignment, entry, parsed.file, None, record, when))
+    return found, problems
+
+
+def _moodle_person(parsed: MoodleName, identity: dict, roster: Roster | None, id_column: str | None):
+    """(student or None, why not) of a Moodle participant: by the worksheet's e-mail or ID number on the roster, else
+    by the full name; without a roster, the worksheet's id column."""
+    if roster is None or not roster.people:
+        value = identity.get(id_column or "", "")
+        if value and not downloads.id_problem(value):
+            return value, ""
+        return None, "no usable roster, and no worksheet row with the student's id"
+    for column in ("Email address", "ID number"):
+        people = roster.find(column, identity.get(column, ""))
+        if len(people) == 1:
+            return people[0].student, ""
+    name = identity.get("Full name", parsed.name)
+    people = roster.find("name", name)
+    if len(people) == 1:
+        return people[0].student, ""
+    if people:
+        return None, f"{len(people)} roster rows are named {name!r}: put the grading worksheet beside the download"
+    return None, f"{name!r} (participant {parsed.participant}) is on no roster row"
+
+
+# --- Collecting -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    source: str  # shown: the path under the downloads folder (and ":member")
+    name: str  # the path the LMS gave it, inside its download
+    mtime: float | None
+    read: Callable[[int], bytes]
+    size: int = 0  # bytes (a zip member's once decompressed, as its zip says)
+
+
+def _candidate(student, assignment, entry: Entry, file: str, order, record: Record, when=None) -> Candidate:
+    """The candidate of a notebook whose owner is known, with what the collector writes beside it."""
+    stem = file.rsplit("/", 1)[-1].removesuffix(".ipynb")  # <assignment>.ipynb, or a copy (LMS "-1", browser " (1)")
+    named = re.fullmatch(rf"{re.escape(assignment)}(?:-[0-9]+| \([0-9]+\))?", stem) is not None
+    beside = {LMS_RECORD: json.dumps(asdict(record), ensure_ascii=False).encode()}
+    if when is not None:
+        beside[TIMESTAMP] = when.isoformat(sep=" ").encode()
+    return Candidate(student, assignment, entry.source, order, entry.read, entry.mtime, named, beside)
+
+
+def collect(
+    downloads_dir: Path,
+    submitted: Path,
+    assignments,
+    lms: str,
+    roster: Roster | None,
+    course: Course,
+    max_member_bytes: int = downloads.MAX_MEMBER_BYTES,
+) -> tuple[list[Collected], list[Problem]]:
+    """Collect ``downloads_dir/<assignment>/`` of every assignment into ``submitted``."""
+    names = downloads.checked_assignments(assignments)
+    owner, reader = (canvas_owner, _canvas) if lms == "canvas" else (moodle_owner, _moodle)
+    candidates, problems = [], []
+    for path in sorted(Path(downloads_dir).iterdir()):
+        if path.name not in names or path.is_symlink() or not path.is_dir():
+            problems.append(Problem(path.name, f"ignored: not a folder named after an assignment ({', '.join(names)})"))
+            continue
+        entries, trouble = _entries(path, max_member_bytes, course, owner)
+        found, more = reader(path.name, entries, roster, course, path)
+        candidates += found
+        problems += trouble + more
+    return downloads.settle(candidates, problems, Path(submitted), max_member_bytes, copies_once=True)
+
+
+def _entries(folder: Path, cap: int, course: Course, owner) -> tuple[list[Entry], list[Problem]]:
+    """Every file of one assignment's download: plain files (in folders, to MAX_DEPTH) and the members of the LMS's
+    zips at its top; never following a link, never opening a zip inside a zip, nor a student's own zip (one that the
+    LMS's name gives an ``owner``: a student's upload, whose members' names the student chose)."""
+    entries, problems, read = [], [], {}  # read: (owner, notebook or not) -> how many
+
+    def keep(entry: Entry) -> None:
+        """An owner's files beyond MAX_OWNER_FILES (notebooks and others counted apart) are set aside as they are
+        read, so that one student's files, however many, cost no one else theirs."""
+        key = (owner(entry.name), entry.name.endswith(".ipynb"))
+        read[key] = read.get(key, 0) + 1
+        if read[key] > MAX_OWNER_FILES:
+            problems.append(_beyond(entry, key[0]))
+        elif len(entries) >= MAX_ENTRIES:
+            problems.append(Problem(entry.source, f"ignored: more than {MAX_ENTRIES} files in one download"))
+        else:
+            entries.append(entry)
+
+    def walk(path: Path, rel: str, depth: int) -> None:
+        for child in sorted(path.iterdir()):
+            name = f"{rel}/{child.name}" if rel else child.name
+            source, info = f"{folder.name}/{name}", child.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                problems.append(Problem(source, "refused: a symlink (downloads must be plain files)"))
+            elif stat.S_ISDIR(info.st_mode) and depth < MAX_DEPTH:
+                walk(child, name, depth + 1)
+            elif stat.S_ISDIR(info.st_mode):
+                problems.append(Problem(source, f"ignored: folders nested more than {MAX_DEPTH} deep"))
+            elif not stat.S_ISREG(info.st_mode):
+                problems.append(Problem(source, "refused: not a regular file"))
+            elif not child.name.lower().endswith(".zip"):
+                keep(Entry(source, name, info.st_mtime, functools.partial(downloads.read_file, child), info.st_size))
+            elif depth or owner(name) is not None:
+                why = "a zip inside the download" if depth else "a student's uploaded zip"
+                problems.append(Problem(source, f"ignored: {why} (not opened)"))
+            else:
+                problems.extend(_zip_entries(child, source, cap, course, keep))
+
+    walk(folder, "", 0)
+    kept, used = [], {}  # within each owner's limits: notebooks first, then in name order
+    for i in sorted(range(len(entries)), key=lambda i: not entries[i].name.endswith(".ipynb")):
+        who = owner(entries[i].name)
+        files, size = used.get(who, (0, 0))
+        if files >= MAX_OWNER_FILES or size + entries[i].size > MAX_OWNER_BYTES:
+            problems.append(_beyond(entries[i], who))
+        else:
+            used[who] = (files + 1, size + entries[i].size)
+            kept.append(i)
+    return [entries[i] for i in sorted(kept)], problems
+
+
+def _beyond(entry: Entry, owner: str | None) -> Problem:
+    whose = {None: "files named as no one's", SEVERAL_USERS: "files named as several users"}.get(owner)
+    whose = whose or f"user {owner}'s files"
+    limit = f"{MAX_OWNER_FILES} files, {MAX_OWNER_BYTES} bytes"
+    return Problem(entry.source, f"ignored: {whose} pass one student's limit in a download ({limit})")
+
+
+def _zip_entries(path: Path, shown: str, cap: int, course: Course, keep) -> list[Problem]:
+    """The LMS's zip's members, each given to ``keep``; returns the problems of the others."""
+    if path.stat().st_size > MAX_CLASS_ZIP_BYTES:
+        return [Problem(shown, f"refused: a zip of more than {MAX_CLASS_ZIP_BYTES} bytes")]
+    try:
+        with downloads.open_regular(path) as f, zipfile.ZipFile(f) as archive:
+            members = archive.infolist()
+    except Exception as e:  # a hostile file can make zipfile raise almost anything
+        return [Problem(shown, f"refused: not a readable zip ({downloads.describe(e)})")]
+    problems = []
+    for member in members:
+        name = member.filename
+        if not member.flag_bits & 0x800:  # no UTF-8 flag: zipfile read CP437, but most zippers' bytes are UTF-8
+            try:
+                name = name.encode("cp437").decode("utf-8")
+            except UnicodeError:
+                pass
+        why = downloads.member_problem(member, name)
+        if why is None and name.endswith(".ipynb") and downloads.size_problem(member.file_size, cap):
+            why = f"refused: {downloads.size_problem(member.file_size, cap)}"
+        if why:
+            problems.append(Problem(f"{shown}:{name}", why))
+        elif why is None:
+            try:  # a zip's times are local times without a zone: the course's
+                mtime = datetime(*member.date_time, tzinfo=course.timezone).timestamp()
+            except ValueError:
+                mtime = None
+            read = functools.partial(downloads.read_member, path, member)
+            keep(Entry(f"{shown}:{name}", name, mtime, read, member.file_size))
+    return problems
+
+
+# --- make autograde's intake ----------------------------------------------------------------------
 
 
 @dataclass
@@ -94,7 +485,7 @@ class Intake:
     """What ``make autograde`` learns before grading: who may be graded, what the downloads gave, what to say."""
 
     allowed: set[str] | None  # the roster's students; None: no roster
-    problems: list[Problem]  # the collection's, as :func:`intake.downloads.collect` reports them
+    problems: list[Problem]  # the collection's
     notes: list[str]  # about the roster
 
 
@@ -102,18 +493,16 @@ def intake(
     root: Path, assignments: list[str], downloads_dir: Path | None, roster: Path | None, lms: str | None, course: Course
 ) -> Intake:
     """Read the roster and collect the downloads, in the LMS's formats (``lms``) or the plain ones."""
-    notes: list[str] = []
-    people = None
+    notes, people, allowed = [], None, None
     if lms:
         people = read_roster(roster, lms, course.lms.id_column or "") if roster else None
         notes += people.problems if people else [f"no {lms} roster given: every download's owner is taken as is"]
         allowed = people.students if people and people.people else None
-    else:
+    elif roster:
         try:
-            allowed = downloads.read_roster(roster) if roster else None
+            allowed = downloads.read_roster(roster)
         except (OSError, UnicodeError, ValueError, csv.Error) as error:
             notes.append(f"roster {roster} cannot be read ({error}): every student is graded")
-            allowed = None
     problems: list[Problem] = []
     if downloads_dir is not None:
         submitted = root / "submitted"

@@ -1,1 +1,20 @@
-"""What goes out: the gradebook, feedback pages, grades.csv and the summary, exports to an LMS, similarity."""
+"""What goes out: the gradebook, feedback pages, grades.csv and the summary, exports to an LMS, similarity.
+
+Every HTML page is a Jinja2 template in ``templates/``, rendered with autoescape: student text is escaped unless the
+code marks it as cleaned already (bleach's HTML, rendered markdown)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+_PAGES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+)
+
+
+def render(template: str, **values) -> str:
+    return _PAGES.get_template(template).render(**values)

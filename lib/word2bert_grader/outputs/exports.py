@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from word2bert_grader.intake.course import Course
-from word2bert_grader.intake.lms_formats import Record, all_digits
-from word2bert_grader.intake.lms_roster import CANVAS_IDENTITY, MOODLE_IDENTITY, Person, Roster
+from word2bert_grader.intake.lms import CANVAS_IDENTITY, MOODLE_IDENTITY, Person, Record, Roster, all_digits
 
 
 @dataclass(frozen=True)

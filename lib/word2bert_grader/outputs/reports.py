@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import csv
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
+from word2bert_grader.assignment import printable
 from word2bert_grader.outputs.feedback import failure_page
 from word2bert_grader.outputs.gradebook import Recorded
-from word2bert_grader.sandbox.process import printable
 from word2bert_grader.task import Result
 
 UNSAFE_BANNER = (
@@ -29,9 +28,9 @@ def write_outputs(root: Path, results: list[Result]) -> list[Result]:
             _write_files(root, r)
         except (OSError, UnicodeError, ValueError) as error:
             reason = f"its feedback could not be written ({type(error).__name__}: {str(error)[:200]})"
-            r = replace(r, cells=dict.fromkeys(r.cells, 0.0), score=0.0, failure=reason, autograded="")
-            r.feedback = failure_page(r)
-            _write_files(root, replace(r, feedback=""))  # nothing half-written is left behind
+            r = r.model_copy(update={"cells": dict.fromkeys(r.cells, 0.0), "score": 0.0, "failure": reason})
+            r.autograded, r.feedback = "", failure_page(r)
+            _write_files(root, r.model_copy(update={"feedback": ""}))  # nothing half-written is left behind
         written.append(r)
     return written
 

@@ -1,31 +1,23 @@
 """Similar answers across a class and against the public solutions: ``make similarity``.
 
-The course's ``solutions/`` are public, so copying them is the cheapest way to cheat; copying a classmate is
-the next. This module compares what each student wrote in the answer cells of each assignment with every
-classmate's and with the solution (the student ``solutions``), using copydetect's winnowing fingerprints
-(Schleimer, Wilkerson and Aiken 2003, as MOSS does): the code is tokenized and its names replaced, so renamed
-variables, reordered functions and changed comments do not hide a copy.
+What each student wrote in the answer cells of an assignment is compared with every classmate's and with the
+solution (the student ``solutions``) by copydetect's winnowing fingerprints (Schleimer, Wilkerson and Aiken 2003, as
+MOSS does): code is tokenized and its names replaced, so renamed variables, reordered functions and rewritten
+comments do not hide a copy. The release's stubs and the course's own code cells are boilerplate; what many
+classmates share (more than ``max_share`` of the class, and not the solution's) is an idiom, left out between
+students; two students who both copied the solution are each reported against ``solutions``.
 
-What is not evidence is left out, as copydetect's boilerplate: the release's stubs (the signatures and
-docstrings every student starts from) and the course's own code cells (set-up and helpers). What one answer
-shares with many classmates (more than ``max_share`` of the class, and not the solution's) is an idiom, as in
-MOSS, and is left out of the comparisons between students. Two students who both copied the solution are each
-reported against ``solutions``, not against each other.
-
-Scale: comparing every pair of a class of n is n²/2 comparisons. Instead, an index from each fingerprint to
-the answers holding it gives, per pair, how many fingerprints they share; only pairs that share enough to reach
-the threshold are compared by copydetect. The score of a pair is copydetect's: the share of an answer's
-fingerprinted code found in the other's, the larger of the two, in [0, 1].
-
-Student code is data here: it is read (with the grader's caps), tokenized and hashed, never run; a notebook
-that does not read is skipped and said so.
+Comparing every pair is n²/2 comparisons: an index from each fingerprint to the answers holding it gives how many
+fingerprints a pair shares, and only pairs that could reach the threshold are compared. A pair's score is
+copydetect's: the share of an answer's fingerprinted code found in the other's, the larger of the two, in [0, 1].
+Student code is data here: read within the grader's caps, tokenized and hashed, never run; shown through Jinja2's
+autoescape.
 """
 
 from __future__ import annotations
 
 import copy
 import csv
-import html
 import io
 import logging
 import re
@@ -35,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from word2bert_grader import assignment as notebook
+from word2bert_grader.assignment import Assignment, Kind, assignments, meta, read_cells, text
+from word2bert_grader.intake import submissions
+from word2bert_grader.outputs import render
 
 SOLUTIONS = "solutions"
 
@@ -76,27 +70,23 @@ class Report:
     html: str = ""
 
 
-def answer_code(source_cells: list[dict], cells: list[dict]) -> str:
+def answer_code(assignment: Assignment, cells: list[dict]) -> str:
     """What a student wrote in the answer cells (code only: not the written answers, not scratch cells)."""
-    steps = notebook.plan(source_cells, cells).steps
-    return "\n\n".join(s.source for s in steps if s.kind is notebook.Kind.ANSWER)
+    return "\n\n".join(s.source for s in assignment.plan(cells).steps if s.kind is Kind.ANSWER)
 
 
-def solution_code(source_cells: list[dict]) -> str:
+def solution_code(assignment: Assignment) -> str:
     """The source's answers, without nbgrader's solution markers."""
-    code = answer_code(source_cells, source_cells)
+    code = answer_code(assignment, assignment.cells)
     return "\n".join(line for line in code.split("\n") if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line)
 
 
-def boilerplate_code(source_cells: list[dict], release_cells: list[dict]) -> str:
+def boilerplate_code(assignment: Assignment, release_cells: list[dict]) -> str:
     """The release's stubs and the source's other code cells (set-up, helpers, tests): what no copy shows."""
-    stubs = answer_code(source_cells, release_cells)
     others = [
-        "".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", ""))
-        for c in source_cells
-        if c.get("cell_type") == "code" and not c.get("metadata", {}).get("nbgrader", {}).get("solution")
+        text(c.get("source")) for c in assignment.cells if c.get("cell_type") == "code" and not meta(c).get("solution")
     ]
-    return "\n\n".join([stubs, *others])
+    return "\n\n".join([answer_code(assignment, release_cells), *others])
 
 
 def compare(
@@ -108,13 +98,11 @@ def compare(
     for a in answers:
         by_assignment[a.assignment].append(a)
     fingerprints: dict[tuple[str, str], object] = {}
-    for assignment, group in sorted(by_assignment.items()):
-        pairs, compared, prints = _compare_one(
-            group, solutions.get(assignment, ""), boilerplate.get(assignment, ""), settings
-        )
+    for name, group in sorted(by_assignment.items()):
+        pairs, compared, prints = _compare_one(group, solutions.get(name, ""), boilerplate.get(name, ""), settings)
         report.pairs += pairs
         report.compared += compared
-        fingerprints.update({(assignment, s): fp for s, fp in prints.items()})
+        fingerprints.update({(name, s): fp for s, fp in prints.items()})
     report.pairs.sort(key=lambda p: (-p.score, p.assignment, p.student_a, p.student_b))
     report.html = _html(report, fingerprints, settings)
     return report
@@ -171,14 +159,12 @@ def _compare_one(group: list[Answer], solution: str, boilerplate: str, settings:
     if reference is not None:
         candidates += [(s, SOLUTIONS, prints[s], reference) for s in students if prints[s].hashes & reference.hashes]
     flagged = []
-    assignment = group[0].assignment
     for a, b, fa, fb in candidates:
-        tokens, (share_a, share_b), slices = compare_files(fa, fb)
+        tokens, (share_a, share_b), _ = compare_files(fa, fb)
         score = float(max(share_a, share_b))
         if score >= settings.threshold and tokens >= settings.min_tokens:
-            flagged.append(
-                Pair(assignment, a, b, round(min(score, 1.0), 4), (float(share_a), float(share_b)), int(tokens))
-            )
+            shares = (float(share_a), float(share_b))
+            flagged.append(Pair(group[0].assignment, a, b, round(min(score, 1.0), 4), shares, int(tokens)))
     return flagged, len(candidates), prints
 
 
@@ -203,68 +189,53 @@ def _without(fingerprint, dropped: set[int]):
 
 
 def _html(report: Report, fingerprints: dict, settings: Settings) -> str:
-    """copydetect's own report, of the flagged pairs: their code side by side, the matches highlighted."""
-    from copydetect import CopyDetector, compare_files
+    """The flagged pairs, highest first, each with both answers side by side and the matched code marked."""
+    from copydetect import compare_files
 
-    names = sorted({(p.assignment, s) for p in report.pairs for s in (p.student_a, p.student_b)})
-    if not names:
-        return (
-            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Similarity</title></head><body>"
-            f"<h1>Similarity</h1><p>No pair of the {report.answers} answers reached a score of "
-            f"{settings.threshold:g}.</p></body></html>"
-        )
-    labels = [html.escape(f"{a}/{s}") for a, s in names]  # copydetect's template shows the file lists unescaped
-    index = {n: i for i, n in enumerate(names)}
     logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))
-    detector = CopyDetector(
-        noise_t=settings.noise,
-        guarantee_t=settings.guarantee,
-        display_t=min(settings.threshold, 0.999) - 1e-9,
-        silent=True,
-        autoopen=False,
-        force_language="python",
-    )
-    detector.test_files = detector.ref_files = labels
-    detector.file_data = {label: fingerprints[n] for label, n in zip(labels, names, strict=True)}
-    size = len(labels)
-    detector.similarity_matrix = np.full((size, size, 2), -1.0)
-    detector.token_overlap_matrix = np.full((size, size), -1)
-    detector.slice_matrix = {}
+    shown = []
     for p in report.pairs:
-        i, j = index[p.assignment, p.student_a], index[p.assignment, p.student_b]
-        tokens, _, (slices_a, slices_b) = compare_files(detector.file_data[labels[i]], detector.file_data[labels[j]])
-        detector.similarity_matrix[i, j] = p.shares
-        detector.similarity_matrix[j, i] = p.shares[::-1]
-        detector.token_overlap_matrix[i, j] = detector.token_overlap_matrix[j, i] = tokens
-        detector.slice_matrix[labels[i], labels[j]] = [slices_a, slices_b]
-    return detector.generate_html_report(output_mode="return")
+        fa, fb = fingerprints[p.assignment, p.student_a], fingerprints[p.assignment, p.student_b]
+        _, _, slices = compare_files(fa, fb)
+        students = (p.student_a, p.student_b)
+        sides = [(f"{p.assignment}/{s}", _marked(f.raw_code, cut)) for s, f, cut in zip(students, (fa, fb), slices)]
+        shown.append({"pair": p, "sides": sides})
+    return render("similarity.html", report=report, pairs=shown, threshold=settings.threshold)
+
+
+def _marked(code: str, slices) -> list[tuple[str, bool]]:
+    """``code`` cut into (text, matched) pieces at copydetect's slices (character offsets, start and end rows)."""
+    pieces, at = [], 0
+    for start, end in sorted(zip(*slices)):
+        start, end = max(int(start), at), int(end)
+        if start > at:
+            pieces.append((code[at:start], False))
+        if end > start:
+            pieces.append((code[start:end], True))
+        at = max(at, end)
+    return [*pieces, (code[at:], False)]
 
 
 def run(root: Path, settings: Settings = Settings()) -> Report:
     """Every submission under ``root/submitted`` against its classmates' and ``solutions/``."""
-    from word2bert_grader import pipeline
-
-    names = pipeline.assignments(root)
-    refused: list[dict] = []
-    answers, problems = [], []
-    sources = {a: notebook.read_cells(pipeline.source(root, a)) for a in names}
-    for student, assignment, path in pipeline.find_submissions(root, names, None, refused):
-        data = pipeline._read(path)
+    sources = assignments(root)
+    found, refused = submissions.find(root, sources)
+    answers, problems = [], [f"{s}/{a}: not compared ({why})" for s, a, why in refused]
+    for student, name, path in found:
+        data = submissions.read(path)
         try:
             if isinstance(data, str):
                 raise ValueError(data)
-            cells = notebook.read_cells(data)
+            cells = read_cells(data)
         except (UnicodeDecodeError, ValueError, RecursionError) as error:
-            problems.append(f"{student}/{assignment}: not compared ({str(error)[:200]})")
+            problems.append(f"{student}/{name}: not compared ({str(error)[:200]})")
             continue
-        answers.append(Answer(student, assignment, answer_code(sources[assignment], cells)))
-    problems += [f"{r['student']}/{r['assignment']}: not compared ({r['failed']})" for r in refused]
-    solutions = {a: solution_code(cells) for a, cells in sources.items()}
+        answers.append(Answer(student, name, answer_code(sources[name], cells)))
     boilerplate = {}
-    for a, cells in sources.items():
-        release = root / "exercises" / a / f"{a}.ipynb"
-        boilerplate[a] = boilerplate_code(cells, notebook.read_cells(release.read_bytes()) if release.is_file() else [])
-    report = compare(answers, solutions, boilerplate, settings)
+    for name, source in sources.items():
+        release = root / "exercises" / name / f"{name}.ipynb"
+        boilerplate[name] = boilerplate_code(source, read_cells(release.read_bytes()) if release.is_file() else [])
+    report = compare(answers, {a: solution_code(s) for a, s in sources.items()}, boilerplate, settings)
     report.problems = problems
     return report
 

@@ -1,26 +1,18 @@
 """Grade one submission: its code in a sandbox, the tests here, the verdicts from here alone.
 
-:func:`grade` is a pure task: the submission's bytes and its source notebook's bytes in, a JSON-able
-result out (scores, notes, the feedback page, the graded notebook). It writes no file and needs no
-shared folder, so the same call runs in a local process pool or on a cluster worker.
+:func:`grade` is a pure task: a :class:`~word2bert_grader.task.Submission` in, a :class:`~word2bert_grader.task.Result`
+out (scores, notes, the feedback page, the graded notebook); it writes no file, so the same call runs in a local
+process or on a cluster worker. One pass over the assignment's plan, in notebook order, as nbgrader runs a notebook:
 
-One pass over the plan of :mod:`assignment`, in notebook order, as nbgrader runs a notebook:
+- every code cell runs **in the sandbox**: the read-only set-up cells, the student's cells, and the visible half of
+  each test (to compare with the trusted verdict). A cell that runs past its limit or kills the process is recorded;
+  the sandbox is started again and the cells that ran are replayed, so one bad cell costs only what depends on it;
+- each test cell then runs **here**, whole (hidden tests included), in a namespace of the grader's own, with the
+  names the answer cells define bound to proxies into the sandbox (:mod:`.proxy`) as they stand at that place of the
+  notebook. A test passes if it raises nothing.
 
-- every code cell runs **in the sandbox**: the read-only set-up cells, the student's cells, and the visible
-  half of each test (to compare with the trusted verdict). A cell that runs past its time limit or kills the
-  process is recorded; the sandbox is started again and the cells that ran are replayed (their output
-  discarded), so one bad cell costs only what depends on it;
-- each test cell then runs **here**, whole (hidden tests included), in a namespace of the grader's own (the
-  source's set-up cells ran in it too), with the names the answer cells define bound to proxies into the
-  sandbox (:mod:`remote.proxy`) as they stand at that place of the notebook: a scratch cell further
-  down that redefines an answer does not change what an earlier test sees. A test passes if it raises
-  nothing. Student code cannot reach this process: its hooks, patches and lying objects stay in the
-  sandbox, and what crosses back is data.
-
-A test that passed in the student's kernel and failed here, on the same values, is evidence of tampering (a
-kernel that lies); a value the grader could not read, a crash or a time limit of the grader's run, or a hidden
-part the kernel never ran, is not. Every string that comes back is made valid text, and every step, the
-feedback page and the graded notebook included, runs under one time limit for the whole submission.
+A test that passed in the student's kernel and failed here, on the same values, is evidence of tampering; a value
+the grader could not read, a crash or a time limit is not. Every step runs under one limit for the whole submission.
 """
 
 from __future__ import annotations
@@ -38,12 +30,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from word2bert_grader import assignment as notebook
-from word2bert_grader.assignment import Kind
+from word2bert_grader.assignment import Kind, Step, printable, read_cells, valid_text
 from word2bert_grader.outputs import feedback
 from word2bert_grader.remote.proxy import SandboxFailure, Session, StudentError
 from word2bert_grader.sandbox import wire
-from word2bert_grader.sandbox.process import Sandbox, SandboxError, SandboxTimeout, printable
+from word2bert_grader.sandbox.process import Sandbox, SandboxError, SandboxTimeout
 from word2bert_grader.task import Result, Settings, Submission
 
 MAX_OUTPUT_CHARS = 20_000  # per output of a cell, as nbgrader's LimitOutput
@@ -55,7 +46,7 @@ MAX_NOTES = 20
 class Record:
     """What became of one step."""
 
-    step: notebook.Step
+    step: Step
     outputs: list[dict] = field(default_factory=list)  # the sandbox's outputs (student and set-up cells)
     error: str = ""  # the error the cell raised in the sandbox
     failure: str = ""  # why the cell did not finish (time limit, crash)
@@ -73,33 +64,22 @@ class _Overtime(BaseException):
     pass
 
 
-def backstop(source_cells: list[dict], settings: Settings) -> float:
-    """Seconds the whole grading of a submission of this source may take: every source cell's limit twice, the
-    student's own cells' budget, the replays' budget, start-ups, and the feedback (student cells cannot stretch it:
-    their count and time are capped, and so are replays and the sizes of what the pages show)."""
-    plan = notebook.plan(source_cells, source_cells)
-    cells = sum(settings.limit(s.grade_id) for s in plan.steps if s.kind in (Kind.SETUP, Kind.ANSWER, Kind.TEST))
-    return 120 + 2 * settings.student_seconds + settings.replay_seconds + 2 * cells
-
-
 def grade(task: Submission) -> Result:
     """The whole grading of one submission (see the module docstring)."""
-    config = task.settings
+    config, assignment = task.settings, task.assignment
     start = time.perf_counter()
-    source_cells = notebook.read_cells(task.source)
-    points = notebook.points(source_cells)
-    result = Result.failed(task.student, task.assignment, task.source, "")
+    result = Result.failed(task.student, assignment, "")
     try:
-        cells = notebook.read_cells(task.notebook)
+        cells = read_cells(task.notebook)
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         result.failure = f"not a valid notebook ({type(error).__name__}: {str(error)[:200]})"
         result.feedback = feedback.failure_page(result) if config.feedback else ""
         return result.valid()
-    plan = notebook.plan(source_cells, cells)
+    plan = assignment.plan(cells)
     result.notes += plan.notes
     records = [Record(step) for step in plan.steps]
     sandbox = Sandbox(config.limits, config.unsafe)
-    limit = backstop(source_cells, config)
+    limit = config.backstop(assignment)
     main = threading.current_thread() is threading.main_thread()  # signals only there (not in a Dask thread)
     if main:
         previous = signal.signal(signal.SIGALRM, _overtime)
@@ -113,15 +93,20 @@ def grade(task: Submission) -> Result:
             result.failure = f"the sandbox could not start: {error}"
         finally:
             sandbox.close()
-        _score(result, records, points)
+        _score(result, records, assignment.points)
         sanitizer = feedback.Sanitizer()
         sanitizer.outputs(records)
         if config.feedback:
             failed = result.failure
             result.feedback = feedback.failure_page(result) if failed else feedback.page(result, records, sanitizer)
-        result.autograded = feedback.graded_notebook(source_cells, records)
+        result.autograded = feedback.graded_notebook(assignment.cells, records)
     except _Overtime:
-        result.cells, result.score, result.autograded, result.transient = dict.fromkeys(points, 0.0), 0.0, "", True
+        result.cells, result.score, result.autograded, result.transient = (
+            dict.fromkeys(result.cells, 0.0),
+            0.0,
+            "",
+            True,
+        )
         result.failure = f"grading took longer than {limit:g} s in all"  # a loaded machine, perhaps: next run again
         result.feedback = feedback.failure_page(result) if config.feedback else ""
     finally:
@@ -324,7 +309,7 @@ class _Grader:
         return bound
 
 
-def _sandboxed(step: notebook.Step) -> str:
+def _sandboxed(step: Step) -> str:
     return step.visible if step.kind is Kind.TEST else step.source
 
 
@@ -334,14 +319,14 @@ def _why(error: SandboxError) -> str:
     return f"stopped the sandbox ({error}): the rest is graded"
 
 
-def _compile_test(step: notebook.Step):
+def _compile_test(step: Step):
     name = f"<{step.grade_id}>"
     if step.visible == step.source:  # no hidden part: its lines may appear in tracebacks
         linecache.cache[name] = (len(step.source), None, step.source.splitlines(True), name)
     return compile(step.source, name, "exec")
 
 
-def _failure_message(error: Exception, step: notebook.Step) -> str:
+def _failure_message(error: Exception, step: Step) -> str:
     text = f"{type(error).__name__}: {error}"
     if isinstance(error, StudentError) and error.student_traceback:
         text += "\n\nIn your code:\n" + error.student_traceback
@@ -378,16 +363,14 @@ def _error_text(error) -> str:
 
 def _cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
     """Student text as the grader keeps it: valid, and at most ``limit`` characters."""
-    return notebook.valid_text(wire.cap(text, limit))
+    return valid_text(wire.cap(text, limit))
 
 
 def main() -> None:
-    """``python -m word2bert_grader.remote.harness``: a task as JSON on stdin, its result on stdout."""
-    import json
+    """``python -m word2bert_grader.remote.harness``: a task as JSON on stdin, its result as JSON on stdout."""
     import sys
 
-    result = grade_in_own_process(Submission.from_json(json.load(sys.stdin)["task"]))
-    sys.stdout.write(json.dumps(result.to_json()))
+    sys.stdout.write(grade_in_own_process(Submission.model_validate_json(sys.stdin.buffer.read())).model_dump_json())
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""A cgroup of its own for each sandbox: memory, processes and CPU, one small class per cgroup version."""
+"""A cgroup of its own for each sandbox: memory, processes and CPU, on cgroup v2 or in v1's hierarchies."""
 
 from __future__ import annotations
 
@@ -8,60 +8,78 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
+
 from word2bert_grader.sandbox.bwrap import Limits
 
 CGROUP = Path("/sys/fs/cgroup")
 CPU_PERIOD = 100_000  # microseconds: the window of a cgroup's CPU quota
+PREFIX = "word2bert-"  # then the grading process's pid: see remove_orphans
 
 
 class Cgroup:
-    """A memory and pids cgroup for one sandbox, or None where this user cannot make one. Making one and reading its
-    out-of-memory count differ between cgroup v2 and v1 (:class:`CgroupV2`, :class:`CgroupV1`); killing what is
-    in it and removing it do not."""
+    """The folders of one sandbox's cgroup (one on v2; memory, pids and, where it is ours, cpu on v1)."""
 
-    def __init__(self, dirs: dict[str, Path]):
+    def __init__(self, dirs: list[Path]):
         self.dirs = dirs
-
-    @staticmethod
-    def version() -> type[Cgroup]:
-        return CgroupV2 if (CGROUP / "cgroup.controllers").exists() else CgroupV1
-
-    @staticmethod
-    def parents() -> dict[str, Path]:
-        """Where this process may make child cgroups (a user may own its subtree only). Pool processes share their
-        parent's, so the parent finds them."""
-        raise NotImplementedError
-
-    @classmethod
-    def make(cls, name: str, limits: Limits, made: dict[str, Path]) -> Cgroup | None:
-        """Make cgroup ``name`` with ``limits``, noting each folder in ``made`` as it is made (removed on failure)."""
-        raise NotImplementedError
-
-    def out_of_memory(self) -> bool:
-        raise NotImplementedError
 
     @classmethod
     def create(cls, limits: Limits) -> Cgroup | None:
-        name = f"word2bert-{os.getpid()}-{uuid.uuid4().hex[:12]}"  # the pid: see remove_orphans
-        made: dict[str, Path] = {}
+        """A cgroup with ``limits``; None where this user cannot make one."""
+        group, name = cls([]), f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
         try:
-            return cls.version().make(name, limits, made)
+            if _v2():
+                parent = _parents()[0]
+                enabled = set((parent / "cgroup.subtree_control").read_text(encoding="utf-8").split())
+                if not {"memory", "pids"} <= enabled:
+                    return None
+                quota = {"cpu.max": f"{limits.cpus * CPU_PERIOD} {CPU_PERIOD}"} if "cpu" in enabled else {}
+                memory = {"memory.max": limits.memory_mb * 2**20, "memory.swap.max": 0}
+                group._make(parent / name, {**memory, "pids.max": limits.processes, **quota})
+            else:
+                memory, pids, cpu = _parents()
+                group._make(memory / name, {"memory.limit_in_bytes": limits.memory_mb * 2**20})
+                group._make(pids / name, {"pids.max": limits.processes})
+                quota, own = {"cpu.cfs_period_us": CPU_PERIOD, "cpu.cfs_quota_us": limits.cpus * CPU_PERIOD}, cls([])
+                try:  # a CPU quota where the cpu hierarchy is ours too; without it, memory and pids still hold
+                    own._make(cpu / name, quota)
+                    group.dirs += own.dirs
+                except OSError:
+                    own.remove()
+            return group
         except (OSError, ValueError, IndexError):
-            Cgroup(made).remove()
+            group.remove()
             return None
 
+    def _make(self, folder: Path, settings: dict) -> None:
+        folder.mkdir()
+        self.dirs.append(folder)
+        _write(folder, settings)
+
     @classmethod
-    def remove_orphans(cls, pid: int) -> None:
-        """Kill what is left in the cgroups of process ``pid``'s sandbox and remove them (a grading process that
-        was killed cannot remove its own)."""
+    def remove_orphans(cls) -> None:
+        """Kill what is left in the sandboxes' cgroups whose grading process is gone (killed: its own clean-up never
+        ran), and remove them."""
         try:
-            dirs = [d for parent in cls.version().parents().values() for d in parent.glob(f"word2bert-{pid}-*")]
+            found = [d for parent in _parents() for d in parent.glob(f"{PREFIX}*-*")]
         except (OSError, ValueError, IndexError):
             return
-        Cgroup({str(i): d for i, d in enumerate(dirs)}).remove()
+        cls([d for d in found if not _alive(d)]).remove()
 
     def procs_files(self) -> list[str]:
-        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+        return [str(d / "cgroup.procs") for d in self.dirs]
+
+    def out_of_memory(self) -> bool:
+        for d in self.dirs:
+            try:
+                if (d / "memory.events").exists():
+                    events = (d / "memory.events").read_text(encoding="utf-8").splitlines()
+                    return any(line.split()[0] == "oom_kill" and int(line.split()[1]) > 0 for line in events)
+                if (d / "memory.failcnt").exists():
+                    return int((d / "memory.failcnt").read_text(encoding="utf-8")) > 0
+            except (OSError, ValueError, IndexError):
+                return False
+        return False
 
     def kill(self) -> None:
         for path in self.procs_files():
@@ -72,7 +90,7 @@ class Cgroup:
                 pass
 
     def remove(self) -> None:
-        for d in self.dirs.values():
+        for d in self.dirs:
             for _ in range(50):
                 try:
                     d.rmdir()
@@ -84,68 +102,26 @@ class Cgroup:
                     time.sleep(0.02)
 
 
-class CgroupV2(Cgroup):
-    """cgroup v2: one child of this process's own cgroup, with every controller in it."""
-
-    @staticmethod
-    def parents() -> dict[str, Path]:
-        own = Path(open("/proc/self/cgroup", encoding="utf-8").read().strip().split("::", 1)[1])
-        return {"v2": CGROUP / own.relative_to("/")}
-
-    @classmethod
-    def make(cls, name: str, limits: Limits, made: dict[str, Path]) -> CgroupV2 | None:
-        parent = cls.parents()["v2"]
-        enabled = (parent / "cgroup.subtree_control").read_text(encoding="utf-8").split()
-        if not {"memory", "pids"} <= set(enabled):
-            return None
-        folder = made["v2"] = parent / name
-        folder.mkdir()
-        (folder / "memory.max").write_text(str(limits.memory_mb * 2**20), encoding="utf-8")
-        (folder / "memory.swap.max").write_text("0", encoding="utf-8")
-        (folder / "pids.max").write_text(str(limits.processes), encoding="utf-8")
-        if "cpu" in enabled:
-            (folder / "cpu.max").write_text(f"{limits.cpus * CPU_PERIOD} {CPU_PERIOD}", encoding="utf-8")
-        return cls(made)
-
-    def out_of_memory(self) -> bool:
-        try:
-            events = (self.dirs["v2"] / "memory.events").read_text(encoding="utf-8")
-            return any(line.split()[0] == "oom_kill" and int(line.split()[1]) > 0 for line in events.splitlines())
-        except (OSError, ValueError, KeyError):
-            return False
+def _v2() -> bool:
+    return (CGROUP / "cgroup.controllers").exists()
 
 
-class CgroupV1(Cgroup):
-    """cgroup v1: a child of this process's own cgroup in each hierarchy (memory, pids, and cpu where it can)."""
+def _parents() -> list[Path]:
+    """Where this process may make child cgroups (a user may own its subtree only): its own cgroup, on v2; in v1's
+    memory, pids and cpu hierarchies. Pool processes share their parent's, so the parent finds them."""
+    lines = open("/proc/self/cgroup", encoding="utf-8").read().splitlines()
+    if _v2():
+        return [CGROUP / lines[0].split("::", 1)[1].lstrip("/")]
+    own = {c: path.lstrip("/") for line in lines for _, cs, path in [line.split(":", 2)] for c in cs.split(",")}
+    return [CGROUP / c / own.get(c, "") for c in ("memory", "pids", "cpu")]
 
-    @staticmethod
-    def parents() -> dict[str, Path]:
-        own = {}
-        for line in open("/proc/self/cgroup", encoding="utf-8").read().splitlines():
-            _, controllers, path = line.split(":", 2)
-            for controller in controllers.split(","):
-                own[controller] = path.lstrip("/")
-        return {c: CGROUP / c / own.get(c, "") for c in ("memory", "pids", "cpu")}
 
-    @classmethod
-    def make(cls, name: str, limits: Limits, made: dict[str, Path]) -> CgroupV1:
-        parents = cls.parents()
-        for controller in ("memory", "pids"):
-            made[controller] = parents[controller] / name
-            made[controller].mkdir()
-        (made["memory"] / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 2**20), encoding="utf-8")
-        (made["pids"] / "pids.max").write_text(str(limits.processes), encoding="utf-8")
-        try:  # a CPU quota where the cpu hierarchy is ours too; without it, memory and pids still hold
-            made["cpu"] = parents["cpu"] / name
-            made["cpu"].mkdir()
-            (made["cpu"] / "cpu.cfs_period_us").write_text(str(CPU_PERIOD), encoding="utf-8")
-            (made["cpu"] / "cpu.cfs_quota_us").write_text(str(limits.cpus * CPU_PERIOD), encoding="utf-8")
-        except OSError:
-            Cgroup({"cpu": made.pop("cpu")}).remove()
-        return cls(made)
+def _alive(folder: Path) -> bool:
+    """Whether the grading process that made ``folder`` (its pid is in the name) still runs."""
+    pid = folder.name.removeprefix(PREFIX).split("-")[0]
+    return pid.isdigit() and psutil.pid_exists(int(pid))
 
-    def out_of_memory(self) -> bool:
-        try:
-            return int((self.dirs["memory"] / "memory.failcnt").read_text(encoding="utf-8")) > 0
-        except (OSError, ValueError, KeyError):
-            return False
+
+def _write(folder: Path, settings: dict) -> None:
+    for name, value in settings.items():
+        (folder / name).write_text(str(value), encoding="utf-8")

@@ -1,39 +1,13 @@
-"""One confined process per submission: bubblewrap namespaces, cgroup limits, a data-only pipe.
+"""One confined process per submission: ``runner.py`` under bubblewrap, in a cgroup, behind two pipes.
 
-The student's code runs in ``runner.py`` under bubblewrap (Debian's ``bubblewrap``):
-
-- new user, pid, network, ipc, uts and mount namespaces, ``--die-with-parent``, a new session and a
-  cleared environment: it cannot see or signal other processes, reach any network (loopback
-  included), or outlive the grader;
-- the student's uid (65534 inside) is never host root: bubblewrap maps it to the uid that starts it, so
-  where the grader runs as root, :mod:`sandbox.launch` starts it as an unprivileged uid of this
-  sandbox's own (``SANDBOX_UIDS``), which also gives it per-user kernel quotas of its own;
-- ``/proc`` as container runtimes leave it: what changes the host (``/proc/sys``, ``/proc/sysrq-trigger``...)
-  read-only, what exposes the kernel (``/proc/kcore``, ``/proc/keys``...) hidden;
-- the system, the Python installation and the virtual environment read-only; nothing else of the
-  host: not the course folder (solutions, gradebooks, submissions), not ``$HOME``, not the grader's
-  code. ``/home/student`` (its working directory and home), ``/tmp`` and ``/dev/shm`` are empty size-capped tmpfs;
-- a seccomp filter: the system calls container escapes go through (mounts, namespaces, kernel
-  keys and modules, eBPF, io_uring, perf, userfaultfd, ptrace) fail with EPERM, and so do those that take from a
-  quota of the whole machine rather than of a user (Linux AIO contexts, ``fs.aio-max-nr``); pseudo-terminals,
-  another such quota (``kernel.pty.max``), cannot be opened; nor can sockets of a virtual machine's channel to its
-  host (``AF_VSOCK``), which no network namespace isolates;
-- limits: memory and processes by cgroup (v1 or v2, where this user may create one; otherwise a
-  watchdog that samples the resident set and the process count), CPU time, file size and open files
-  by hard rlimits that the runner sets on itself before any student code runs;
-- killing the bubblewrap process ends the pid namespace, so every process inside dies with it,
-  daemons included.
-
-The grader talks to it through two pipes, one :mod:`wire` frame per message, with a deadline on
-every reply. Nothing it sends back is trusted: see :mod:`remote.proxy`.
-
-This module runs the process and its pipes; the confinement's parts are their own modules:
-:mod:`sandbox.bwrap` (the limits, the uid, bubblewrap's command line), :mod:`sandbox.seccomp`
-and :mod:`sandbox.cgroups`.
+What confines it is README.md's first boundary; its parts are :mod:`.bwrap` (the limits, the uid, bubblewrap's command
+line), :mod:`.seccomp`, :mod:`.cgroups` and :mod:`.launch`. The grader talks to it one :mod:`.wire` frame per message,
+with a deadline on every reply; nothing it sends back is trusted (:mod:`word2bert_grader.remote.proxy`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
@@ -44,6 +18,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import psutil
+
+from word2bert_grader.assignment import printable
 from word2bert_grader.sandbox import launch, wire
 from word2bert_grader.sandbox.bwrap import (
     HERE,
@@ -58,7 +35,7 @@ from word2bert_grader.sandbox.bwrap import (
 from word2bert_grader.sandbox.cgroups import Cgroup
 from word2bert_grader.sandbox.seccomp import seccomp_filter
 
-__all__ = ["Limits", "Sandbox", "SandboxError", "SandboxTimeout", "Unavailable", "check_available", "printable"]
+__all__ = ["Limits", "Sandbox", "SandboxError", "SandboxTimeout", "Unavailable", "check_available"]
 
 
 class SandboxError(Exception):
@@ -67,29 +44,6 @@ class SandboxError(Exception):
 
 class SandboxTimeout(SandboxError):
     pass
-
-
-def printable(text: str) -> str:
-    """Text from student code, safe for a terminal and a CSV: no control characters or escapes."""
-    return "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat", encoding="utf-8").read()
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo += children.get(pid, [])
-    return found
 
 
 @dataclass
@@ -168,19 +122,21 @@ class Sandbox:
             del self._log[:-65536]
 
     def _watch(self, process) -> None:
-        page = os.sysconf("SC_PAGE_SIZE")
+        """Where no cgroup could be made: the sandbox's memory and process count, sampled."""
+        root = psutil.Process(process.pid)
         while process.poll() is None:
-            pids = _descendants(process.pid)
+            try:
+                tree = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                break
             rss = 0
-            for pid in pids:
-                try:
-                    rss += int(open(f"/proc/{pid}/statm", encoding="utf-8").read().split()[1]) * page
-                except (OSError, ValueError, IndexError):
-                    pass
+            for child in tree:
+                with contextlib.suppress(psutil.Error):
+                    rss += child.memory_info().rss
             if rss > self.limits.memory_mb * 2**20:
                 self.death = f"used more than {self.limits.memory_mb} MB of memory"
                 self.kill()
-            elif len(pids) > self.limits.processes:
+            elif len(tree) > self.limits.processes:
                 self.death = f"started more than {self.limits.processes} processes"
                 self.kill()
             time.sleep(0.1)
