@@ -275,13 +275,13 @@ def test_two_downloads_without_a_single_newest_collect_neither_but_get_a_row(cou
     assert problems == {
         "bob.zip:01-word2vec.ipynb, bob_01-word2vec.ipynb": Problem(
             "bob.zip:01-word2vec.ipynb, bob_01-word2vec.ipynb",
-            "conflict: 2 different notebooks for bob/01-word2vec that cannot be told apart; none collected",
+            "conflict: 2 notebooks for bob/01-word2vec that cannot be told apart; none collected",
             "bob",
             "01-word2vec",
         ),
         f"carol_attempt_{NEW}_01-word2vec.ipynb, carol_attempt_{NEW}_x.zip:01-word2vec.ipynb": Problem(
             f"carol_attempt_{NEW}_01-word2vec.ipynb, carol_attempt_{NEW}_x.zip:01-word2vec.ipynb",
-            "conflict: 2 different notebooks for carol/01-word2vec that cannot be told apart; none collected",
+            "conflict: 2 notebooks for carol/01-word2vec that cannot be told apart; none collected",
             "carol",
             "01-word2vec",
         ),

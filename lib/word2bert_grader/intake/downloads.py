@@ -63,9 +63,6 @@ class Candidate:
     beside: dict[str, bytes] = field(default_factory=dict)  # files written beside it (lms.json, timestamp.txt)
 
 
-# --- Checks --------------------------------------------------------------------------------------
-
-
 def checked_assignments(assignments: Collection[str]) -> list[str]:
     """Assignment names, checked like ids (they become folder names), longest first (the most specific suffix)."""
     if isinstance(assignments, str):
@@ -122,9 +119,6 @@ def type_problem(member: zipfile.ZipInfo) -> str | None:
 
 def describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-
-
-# --- Reading and writing --------------------------------------------------------------------------
 
 
 def open_regular(path: Path):
@@ -220,7 +214,7 @@ def settle(
         orders = [c.order for c, _ in ranked]
         if len(ranked) > 1 and (None in orders or orders.count(orders[-1]) > 1):
             sources = ", ".join(c.source for c, _ in contents.values())
-            why = f"{len(ranked)} different notebooks for {student}/{assignment} that cannot be told apart"
+            why = f"{len(ranked)} notebooks for {student}/{assignment} that cannot be told apart"
             problems.append(Problem(sources, f"conflict: {why}; none collected", student, assignment))
             continue
         (winner, data), older = ranked[-1], ranked[:-1]
@@ -237,9 +231,6 @@ def settle(
         if (p.student, p.assignment) in done:
             p.student = p.assignment = None
     return sorted(collected, key=lambda c: (c.student, c.assignment)), problems
-
-
-# --- The plain format -----------------------------------------------------------------------------
 
 
 def collect(

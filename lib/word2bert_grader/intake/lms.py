@@ -43,9 +43,6 @@ MAX_CLASS_ZIP_BYTES = 32 * 2**30  # the platform's zip itself (read a member at 
 SEVERAL_USERS = "several users"  # the owner of every Canvas name that reads as several (collected for none)
 
 
-# --- Rosters --------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Person:
     student: str  # the course's id
@@ -75,7 +72,8 @@ class Roster:
 
 
 def read_roster(path: Path, lms: str, id_column: str) -> Roster:
-    """The roster of an LMS's gradebook export; every problem is in ``Roster.problems`` (never raises)."""
+    """The roster of an LMS's gradebook export (the instructor's file: a row without a usable id is said and left
+    out); every problem is in ``Roster.problems`` (never raises)."""
     roster, shown = Roster(lms), f"roster {path.name}"
     try:
         if not path.is_file():  # the instructor's file: one plain check (a FIFO would be waited on for ever)
@@ -92,33 +90,20 @@ def read_roster(path: Path, lms: str, id_column: str) -> Roster:
     if missing:
         roster.problems.append(f"{shown} is not {lms.capitalize()}'s gradebook export: no column {', '.join(missing)}")
         return roster
-    seen: dict[tuple[str, str], int] = {}  # (column, value) -> line: student ids and Canvas's user ids
     for number, row in enumerate(rows[1:], start=2):
-        if not any(cell.strip() for cell in row):
-            continue
         values = dict(zip(header, (cell.strip() for cell in row), strict=False))
-        if len(row) != len(header):
-            roster.problems.append(f"{shown} line {number}: {len(row)} fields, the header has {len(header)}")
         if lms == "canvas" and values.get("Student") == "Points Possible":
             roster.points = values
+        if not any(values.values()) or values is roster.points:
             continue
         first_last = " ".join(filter(None, (values.get("First name"), values.get("Surname"))))
-        name = values.get("Student", "") if lms == "canvas" else first_last
-        student, lms_id = values.get(id_column, ""), values.get("ID", "") if lms == "canvas" else ""
-        why = "has no " + id_column if not student else downloads.id_problem(student)
+        name, student = values.get("Student", "") if lms == "canvas" else first_last, values.get(id_column, "")
+        why = "has no " + id_column if not student else downloads.id_problem(student)  # ids become folder names
         if why:
             roster.problems.append(f"{shown} line {number} ({name or 'no name'}): the id {why}: left out")
             continue
-        again = [(c, v) for c, v in ((id_column, student), ("ID", lms_id)) if v and (c, v) in seen]
-        if again:
-            column, value = again[0]
-            roster.problems.append(
-                f"{shown} line {number}: {column} {value!r} is also on line {seen[again[0]]}: left out"
-            )
-            continue
-        seen.update({(id_column, student): number, ("ID", lms_id): number})
-        identity = CANVAS_IDENTITY if lms == "canvas" else MOODLE_IDENTITY
-        roster.people.append(Person(student, name, lms_id, {k: values[k] for k in identity if k in values}))
+        identity = {k: values[k] for k in (CANVAS_IDENTITY if lms == "canvas" else MOODLE_IDENTITY) if k in values}
+        roster.people.append(Person(student, name, values.get("ID", "") if lms == "canvas" else "", identity))
     return roster
 
 
@@ -144,9 +129,6 @@ class Record:
             return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
         except (OSError, ValueError, TypeError):
             return None
-
-
-# --- Canvas ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -224,9 +206,6 @@ def _canvas(assignment: str, entries, roster: Roster | None, course: Course, fol
             continue
         problems.append(Problem(entry.source, why))
     return found, problems
-
-
-# --- Moodle ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -339,9 +318,6 @@ def _moodle_person(parsed: MoodleName, identity: dict, roster: Roster | None, id
     if people:
         return None, f"{len(people)} roster rows are named {name!r}: put the grading worksheet beside the download"
     return None, f"{name!r} (participant {parsed.participant}) is on no roster row"
-
-
-# --- Collecting -----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -475,9 +451,6 @@ def _zip_entries(path: Path, shown: str, cap: int, course: Course, keep) -> list
             read = functools.partial(downloads.read_member, path, member)
             keep(Entry(f"{shown}:{name}", name, mtime, read, member.file_size))
     return problems
-
-
-# --- make autograde's intake ----------------------------------------------------------------------
 
 
 @dataclass

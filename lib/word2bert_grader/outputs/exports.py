@@ -7,46 +7,24 @@ import io
 import os
 import re
 import zipfile
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 from word2bert_grader.intake.course import Course
 from word2bert_grader.intake.lms import CANVAS_IDENTITY, MOODLE_IDENTITY, Person, Record, Roster, all_digits
 
-
-@dataclass(frozen=True)
-class Grade:
-    """One row of ``grades.csv``, as the export reads it back."""
-
-    student: str
-    assignment: str
-    score: float  # final: after the late penalty
-    raw: float
-    penalty: float
-    max_score: float
-    status: str
-    late: str  # the lateness, in words
+Grade = namedtuple("Grade", "score raw penalty max_score late")  # a row of grades.csv: the score after the penalty
 
 
-def read_grades(path: Path) -> tuple[list[Grade], list[str]]:
-    """The rows of ``grades.csv`` (written by ``make autograde``); rows that do not read are reported."""
-    grades, problems = [], []
+def read_grades(path: Path) -> tuple[dict[tuple[str, str], Grade], list[str]]:
+    """The rows of ``grades.csv`` by (student, assignment); a row that does not read is said."""
+    grades, problems = {}, []
     with open(path, encoding="utf-8", newline="") as stream:
         for number, row in enumerate(csv.DictReader(stream), start=2):
             try:
-                score = float(row["score"])
-                grades.append(
-                    Grade(
-                        row["student"],
-                        row["assignment"],
-                        score,
-                        float(row.get("raw_score") or score),
-                        float(row.get("late_penalty") or 0),
-                        float(row["max_score"]),
-                        row["status"],
-                        row.get("late") or "",
-                    )
-                )
+                score, late = float(row["score"]), row.get("late") or ""
+                numbers = (float(row.get("raw_score") or score), float(row.get("late_penalty") or 0))
+                grades[row["student"], row["assignment"]] = Grade(score, *numbers, float(row["max_score"]), late)
             except (KeyError, TypeError, ValueError) as error:
                 problems.append(
                     f"grades.csv line {number} does not read ({type(error).__name__}: {error}): not exported"
@@ -57,22 +35,19 @@ def read_grades(path: Path) -> tuple[list[Grade], list[str]]:
 def export(root: Path, lms: str, course: Course, assignments: list[str], roster: Roster | None) -> list[str]:
     """``exports/<lms>-grades.csv`` and ``exports/<lms>-feedback/<assignment>.zip`` from ``grades.csv`` and
     ``feedback/``; returns what the instructor should know (students left out, feedback not packed)."""
-    grades, report = read_grades(root / "grades.csv")
+    by, report = read_grades(root / "grades.csv")
     out = root / "exports"
     out.mkdir(exist_ok=True)
-    by = {(g.student, g.assignment): g for g in grades}
-    graded = sorted({g.assignment for g in grades} & set(assignments))
+    graded, students = sorted({a for _, a in by} & set(assignments)), sorted({s for s, _ in by})
     people = roster.people if roster is not None and roster.people else []
     if not people:
         report.append(f"no usable {lms} roster: rows carry the student id only ({course.lms.id_column})")
-        people = [
-            Person(s, "", "", {course.lms.id_column or "SIS Login ID": s}) for s in sorted({g.student for g in grades})
-        ]
-    outsiders = sorted({g.student for g in grades} - {p.student for p in people})
+        people = [Person(s, "", "", {course.lms.id_column or "SIS Login ID": s}) for s in students]
+    outsiders = sorted(set(students) - {p.student for p in people})
     if outsiders:
         report.append(f"graded but on no roster row, not exported: {', '.join(outsiders)}")
     columns = {a: _lms_column(a, course, roster, lms) for a in graded}
-    maxima = {a: max((g.max_score for g in grades if g.assignment == a), default=0.0) for a in graded}
+    maxima = {a: max((g.max_score for (_, b), g in by.items() if b == a), default=0.0) for a in graded}
     if lms == "canvas":
         header = list(CANVAS_IDENTITY) + [columns[a] for a in graded]
         rows = [["    Points Possible", "", "", "", ""] + [f"{maxima[a]:g}" for a in graded]]
@@ -135,8 +110,7 @@ def _feedback_zip(root: Path, path: Path, lms: str, assignment: str, students: l
             if (
                 record is None
                 or record.lms != lms
-                or not all_digits(record.user)
-                or not all_digits(record.attachment or "0")
+                or not (all_digits(record.user) and all_digits(record.attachment or "0"))
             ):
                 missing.append(student)
                 continue

@@ -94,15 +94,10 @@ def write_grades(path: Path, results: list[Result], late: dict | None = None, re
 
 
 def summary(
-    results: list[Result],
-    unsafe: bool,
-    ignored: list[str],
-    reused: int = 0,
-    notes: list[str] = (),
-    recorded: Recorded | None = None,
+    results: list[Result], unsafe: bool, ignored: list[str], reused: int, notes: list[str], recorded: Recorded | None
 ) -> str:
-    names = sorted({r.assignment for r in results})
-    by = {r.key: r for r in results}
+    """What the instructor reads at the end of a run: the class's scores, then what needs their eyes."""
+    names, by = sorted({r.assignment for r in results}), {r.key: r for r in results}
     students = sorted({r.student for r in results})
     width = max([len("student"), *map(len, students)])
     lines = [UNSAFE_BANNER, ""] if unsafe else []
@@ -110,37 +105,29 @@ def summary(
     for s in students:
         cells = ["{:g}/{:g}".format(*total(by[s, n], recorded)[:2]) if (s, n) in by else "-" for n in names]
         lines.append("  ".join([f"{s:<{width}}", *(f"{c:>20}" for c in cells)]))
-    failed = [r for r in results if r.failure]
-    tampered = [r for r in results if r.tampering]
-    noted = [r for r in results if r.notes and not r.failure]
-    if failed:
-        lines += ["", f"{len(failed)} submission(s) failed to grade (scored 0):"]
-        lines += [f"  {r.student}/{r.assignment}: {r.failure}" for r in failed]
-    if tampered:
-        lines += ["", "Tampering suspected (the student's kernel passed tests that the grader failed):"]
-        lines += [f"  {r.student}/{r.assignment}: {'; '.join(r.tampering)}" for r in tampered]
-    if noted:
-        lines += ["", "Handled while grading:"]
-        lines += [f"  {r.student}/{r.assignment}: {'; '.join(r.notes)}" for r in noted]
-    if ignored:
-        lines += ["", "Downloads not collected:"] + [f"  {line}" for line in ignored]
+
+    def section(title: str, items: list[str]) -> None:
+        lines.extend(["", title, *(f"  {item}" for item in items)] if items else [])
+
+    failed = [f"{r.student}/{r.assignment}: {r.failure}" for r in results if r.failure]
+    section(f"{len(failed)} submission(s) failed to grade (scored 0):", failed)
+    section(
+        "Tampering suspected (the student's kernel passed tests that the grader failed):",
+        [f"{r.student}/{r.assignment}: {'; '.join(r.tampering)}" for r in results if r.tampering],
+    )
+    section(
+        "Handled while grading:",
+        [f"{'/'.join(r.key)}: {'; '.join(r.notes)}" for r in results if r.notes and not r.failure],
+    )
+    section("Downloads not collected:", ignored)
     if reused:
         lines += ["", f"{reused} submission(s) unchanged since an earlier run: their results were reused"]
-    if notes:
-        lines += ["", "Course, roster, regrade and late submissions:"] + [f"  {line}" for line in notes]
-    waiting = [(r, total(r, recorded)[2]) for r in results if total(r, recorded)[2]]
+    section("Course, roster, regrade and late submissions:", notes)
+    waiting = [total(r, recorded)[2] for r in results if total(r, recorded)[2]]
     if waiting:
-        lines += [
-            "",
-            f"Written answers to grade by hand in formgrader (Manual Grading), then run again: "
-            f"{len(waiting)} submission(s), {sum(w for _, w in waiting):g} points in all",
-        ]
+        lines += ["", "Written answers to grade by hand in formgrader (Manual Grading), then run again: "]
+        lines[-1] += f"{len(waiting)} submission(s), {sum(waiting):g} points in all"
     timed = {n: sorted(r.seconds for r in results if r.assignment == n and r.seconds) for n in names}
-    lines += [
-        "",
-        "Seconds per submission (median, slowest): "
-        + ", ".join(f"{n} {t[len(t) // 2]:.1f}, {t[-1]:.1f}" for n, t in timed.items() if t),
-    ]
-    if unsafe:
-        lines += ["", UNSAFE_BANNER]
-    return "\n".join(lines)
+    median = (f"{n} {t[len(t) // 2]:.1f}, {t[-1]:.1f}" for n, t in timed.items() if t)
+    lines += ["", "Seconds per submission (median, slowest): " + ", ".join(median)]
+    return "\n".join(lines + (["", UNSAFE_BANNER] if unsafe else []))

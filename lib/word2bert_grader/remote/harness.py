@@ -182,8 +182,6 @@ class _Grader:
         self.own_cells, self.own_seconds = 0, 0.0  # the student's own cells, bounded in number and time
         self.replayed = 0.0  # seconds spent replaying cells after restarts (Settings.replay_seconds at most)
 
-    # --- pass 1: the sandbox ----------------------------------------------------------------------
-
     def start(self) -> None:
         """Start (or restart) the sandbox and replay the cells that finished before (Settings.replay_seconds in all)."""
         while True:

@@ -1,12 +1,8 @@
-"""The grader's mirror of a student's ``nn.Module``: a real module in the grader's process, built from the
-sandbox's description of it (:meth:`sandbox.runner.Runner.describe_module`).
-
-The mirror holds the module's parameters, buffers, submodules and plain attributes, so ``parameters()``,
-``eval()``, ``to()``, optimizers and ``isinstance(m, nn.Linear)`` work on it as on the student's module. Its
-``forward`` runs the student's code in the sandbox on the mirror's current parameters (the session sends them with
-every call, :func:`sandbox.wire.module_state`), and torch's own layers inside it
-(:data:`sandbox.wire.LOCAL_MODULES`) run here. Everything in a description is hostile input: names are
-checked, and nothing in it is imported or run.
+"""The grader's mirror of a student's ``nn.Module``: a real module, built from the sandbox's description of it
+(``Runner.describe_module``), holding its parameters, buffers, submodules and plain attributes, so that
+``parameters()``, ``eval()``, ``to()``, optimizers and ``isinstance(m, nn.Linear)`` work on it. Its ``forward`` runs
+the student's code in the sandbox on the mirror's current parameters; torch's own layers in it
+(:data:`wire.LOCAL_MODULES`) run here. A description is hostile input: names are checked, nothing is imported or run.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """The grader's side of a sandbox: what the student defined, as proxies that tests can call.
 
-Tests run in the grader's own process, never in the student's. A test that calls ``sgns_loss(c, o, n)``
-calls a :class:`RemoteFunction`: the arguments go to the sandbox as data, the student's function
-runs there, and what comes back is rebuilt as plain values by :mod:`wire`. What a test expects of an
-ordinary call still holds:
-
-- arguments the student's code changed in place are changed here too, so tests see mutation;
-- the global random state (Python's and torch's) is sent with every call, so code that ignores
-  the generator it was given still gives itself away; the student's code never sets the grader's;
-- gradients flow: a call whose inputs need gradients is one node of the grader's autograd graph
-  (:class:`_RemoteCall`), whose backward asks the sandbox for the gradients;
-- a student ``nn.Module`` is mirrored by a real module here (:mod:`remote.mirror`);
-- an exception raised by the student's code is raised here as the same built-in type, with the
-  student's message; a crash or a time-out is a :class:`SandboxFailure`, which tests cannot catch
-  with ``except Exception``.
+A test that calls ``sgns_loss(c, o, n)`` calls a :class:`RemoteFunction`: the arguments go to the sandbox as data,
+the student's function runs there, and what comes back is rebuilt as plain values by :mod:`wire`. What a test
+expects of an ordinary call still holds: arguments changed in place are changed here too; the global random state is
+sent with every call (never taken back); gradients flow (:class:`_RemoteCall` is one node of the grader's autograd
+graph); a student ``nn.Module`` is mirrored by a real module (:mod:`.mirror`); the student's exception is raised
+here as its built-in type, and a crash or a time-out is a :class:`SandboxFailure`, which ``except Exception``
+cannot catch.
 """
 
 from __future__ import annotations
@@ -62,8 +55,6 @@ class Session:
     def generation(self) -> int:
         return self.sandbox.generation
 
-    # --- requests ---------------------------------------------------------------------------------
-
     def ensure_running(self) -> None:
         if self.sandbox.process is None or self.sandbox.process.poll() is not None:
             if self.restart is None:
@@ -91,8 +82,6 @@ class Session:
             raise student_exception(reply.get("error"))
         return reply, tensors
 
-    # --- names ------------------------------------------------------------------------------------
-
     def names(self, names: list[str]) -> dict[str, object]:
         """The student's values of ``names`` (data, or proxies); names the student did not define are absent."""
         reply, tensors = self.request({"op": wire.Op.NAMES, "names": names})
@@ -109,16 +98,12 @@ class Session:
                     out[name] = Unreadable(name, str(error))
         return out
 
-    # --- calls ------------------------------------------------------------------------------------
-
     def call(self, target, method: str | None, args: tuple, kwargs: dict):
         """Call ``target`` (a proxy), or its ``method``, in the sandbox, as if it were here."""
         self.ensure_running()
         if target._w2b_generation != self.generation:
-            raise SandboxFailure(
-                "this object was made before the sandbox restarted (your code crashed or ran "
-                "past its time limit earlier), so it is gone"
-            )
+            why = "your code crashed or ran past its time limit earlier"
+            raise SandboxFailure(f"this object was made before the sandbox restarted ({why}), so it is gone")
         encoder = wire.Encoder(self._unproxy)
         modules: dict[int, nn.Module] = {}
         self._collect_modules(target, modules)
@@ -141,16 +126,8 @@ class Session:
             for n, p in m._parameters.items()
             if p is not None and p.requires_grad
         ]
-        header = {
-            "op": wire.Op.CALL,
-            "target": target._w2b_handle,
-            "method": method,
-            "args": enc_args,
-            "kwargs": enc_kwargs,
-            "rng": rng,
-            "modules": states,
-            "grad": torch.is_grad_enabled(),
-        }
+        header = dict(op=wire.Op.CALL, target=target._w2b_handle, method=method, args=enc_args, kwargs=enc_kwargs)
+        header.update(rng=rng, modules=states, grad=torch.is_grad_enabled())
         call = _Call(self, header, encoder, args, kwargs, modules, inputs, params)
         try:
             if torch.is_grad_enabled() and (inputs or params):
@@ -185,8 +162,6 @@ class Session:
             f"cannot send a {type(value).__name__} (data only: tensors, numbers, strings, lists, "
             "tuples, dicts, random.Random, torch.Generator, and objects of your own code)"
         )
-
-    # --- handles to proxies -----------------------------------------------------------------------
 
     def _proxy(self, spec: dict):
         h, kind, name = spec.get("$handle"), spec.get("kind"), identifier(spec.get("name"))
@@ -248,11 +223,8 @@ class _Call:
         if self.call_id is None:
             return [None] * len(wanted)
         encoder = wire.Encoder()
-        header = {
-            "op": wire.Op.BACKWARD,
-            "call": self.call_id,
-            "grads": [None if g is None else encoder.encode(g.contiguous()) for g in grads],
-        }
+        encoded = [None if g is None else encoder.encode(g.contiguous()) for g in grads]
+        header = {"op": wire.Op.BACKWARD, "call": self.call_id, "grads": encoded}
         reply, tensors = self.session.request(header, encoder.tensors)
         decoder = wire.Decoder(tensors)
         keys = {key for key, _ in wanted}  # only these are kept: a key built to collide costs a lookup, no more

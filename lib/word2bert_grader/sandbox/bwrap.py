@@ -1,9 +1,5 @@
 """How a sandbox is confined before its first instruction: what it may use (:class:`Limits`, and the rlimits the
-runner sets on itself), the host uid it runs as, and the command lines of bubblewrap and of :mod:`launch`.
-
-The seccomp filter is :mod:`sandbox.seccomp`'s, the cgroups :mod:`sandbox.cgroups`'; the process
-that runs all this is :class:`sandbox.process.Sandbox`.
-"""
+runner sets on itself), the host uid it runs as, and the command lines of bubblewrap and of :mod:`.launch`."""
 
 from __future__ import annotations
 
@@ -25,18 +21,10 @@ SCRATCH = "/home/student"  # the submission's working directory and $HOME
 SANDBOX_UIDS = range(0x70000000, 0x70000000 + 2**22)
 # /proc as runc leaves it: read-only where a write changes the host, hidden where a read exposes the kernel.
 PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")
-PROC_MASKED = (
-    "acpi",
-    "asound",
-    "interrupts",
-    "kcore",
-    "keys",
-    "latency_stats",
-    "sched_debug",
-    "scsi",
-    "timer_list",
-    "timer_stats",
-)
+PROC_MASKED = "acpi asound interrupts kcore keys latency_stats sched_debug scsi timer_list timer_stats".split()
+SYSTEM = "/usr /bin /lib /lib64 /lib32 /etc/ld.so.cache /etc/ld.so.conf /etc/ld.so.conf.d /etc/alternatives".split()
+SYSTEM += ["/etc/fonts", "/etc/localtime"]  # what the sandbox sees of the system, read-only, where it exists
+ENVIRONMENT = {"MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp", "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 @dataclass(frozen=True)
@@ -48,7 +36,7 @@ class Limits:
     processes: int = 128  # processes and threads
     cpu_seconds: int = 900
     file_mb: int = 64  # largest file it may write
-    scratch_mb: int = 256  # each of /work, /tmp and /dev/shm
+    scratch_mb: int = 256  # each of /home/student, /tmp and /dev/shm
     open_files: int = 256
     max_message_mb: int = 256  # largest reply read from it
     grader_mb: int = 2048  # the grader's own process testing it (about 0.5 GB at most for honest work); 0: no cap
@@ -73,61 +61,19 @@ def sandbox_uid() -> int | None:
 
 def private_paths() -> list[Path]:
     """What the sandbox shows of this installation besides the system: Python, the virtual environment, the
-    runner and its wire protocol (where the grader is root, :mod:`launch` stages them for the sandbox's user)."""
-    venv, base = Path(sys.prefix), Path(sys.base_prefix)
-    return [*sorted({base, venv}), HERE / "runner.py", HERE / "wire.py"]
+    runner and its wire protocol (where the grader is root, :mod:`.launch` stages them for the sandbox's user)."""
+    return [*sorted({Path(sys.base_prefix), Path(sys.prefix)}), HERE / "runner.py", HERE / "wire.py"]
 
 
 def bwrap_command(limits: Limits, staged: bool = False) -> list[str]:
     """bubblewrap's arguments, up to the program it runs; ``staged``: the private paths are bound from
-    :mod:`launch`'s staging folder instead of from where they are."""
-    venv = Path(sys.prefix)
-    mb = 2**20
-    cmd = [
-        shutil.which("bwrap") or "bwrap",
-        "--unshare-all",
-        "--unshare-user",
-        "--disable-userns",
-        "--cap-drop",
-        "ALL",
-        "--uid",
-        "65534",
-        "--gid",
-        "65534",
-        "--hostname",
-        "sandbox",
-        "--die-with-parent",
-        "--new-session",
-        "--clearenv",
-        "--setenv",
-        "PATH",
-        f"{venv}/bin:/usr/bin:/bin",
-        "--setenv",
-        "HOME",
-        SCRATCH,
-        "--setenv",
-        "MPLBACKEND",
-        "Agg",
-        "--setenv",
-        "MPLCONFIGDIR",
-        "/tmp",
-        "--setenv",
-        "OMP_NUM_THREADS",
-        "1",
-        "--setenv",
-        "PYTHONDONTWRITEBYTECODE",
-        "1",
-        "--setenv",
-        "LANG",
-        "C.UTF-8",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--ro-bind",  # no pseudo-terminals: their number is a quota of the whole machine (kernel.pty.max)
-        "/dev/null",
-        "/dev/pts/ptmx",
-    ]
+    :mod:`.launch`'s staging folder instead of from where they are."""
+    cmd = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    cmd += ["--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--die-with-parent", "--new-session"]
+    env = {"PATH": f"{sys.prefix}/bin:/usr/bin:/bin", "HOME": SCRATCH, **ENVIRONMENT, "LANG": "C.UTF-8"}
+    cmd += ["--clearenv", *(arg for name, value in env.items() for arg in ("--setenv", name, value))]
+    # no pseudo-terminals: their number is a quota of the whole machine (kernel.pty.max)
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", "/dev/null", "/dev/pts/ptmx"]
     for name in PROC_READ_ONLY:  # only what this kernel has: a mount point must exist
         if os.path.exists(f"/proc/{name}"):
             cmd += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
@@ -137,32 +83,18 @@ def bwrap_command(limits: Limits, staged: bool = False) -> list[str]:
             cmd += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.exists(path):
             cmd += ["--ro-bind", "/dev/null", path]
-    # The writable places first: a mount made later would hide a read-only bind beneath it.
-    for path in ("/dev/shm", "/tmp", SCRATCH):
-        cmd += ["--size", str(limits.scratch_mb * mb), "--tmpfs", path]
-    for path in (
-        "/usr",
-        "/bin",
-        "/lib",
-        "/lib64",
-        "/lib32",
-        "/etc/ld.so.cache",
-        "/etc/ld.so.conf",
-        "/etc/ld.so.conf.d",
-        "/etc/alternatives",
-        "/etc/fonts",
-        "/etc/localtime",
-    ):
+    for path in ("/dev/shm", "/tmp", SCRATCH):  # the writable places first: a later mount would hide a bind beneath
+        cmd += ["--size", str(limits.scratch_mb * 2**20), "--tmpfs", path]
+    for path in SYSTEM:
         cmd += ["--ro-bind-try", path, path]
     destinations = [*map(str, private_paths()[:-2]), f"{INSIDE}/runner.py", f"{INSIDE}/wire.py"]
     for i, (source, destination) in enumerate(zip(private_paths(), destinations)):
         cmd += ["--ro-bind", f"{launch.STAGE}/{i}" if staged else str(source), destination]
-    cmd += ["--remount-ro", "/"]  # the sandbox's own root: no uncapped writes outside the scratch folders
-    return [*cmd, "--chdir", SCRATCH]
+    return [*cmd, "--remount-ro", "/", "--chdir", SCRATCH]  # its own root read-only: no uncapped writes elsewhere
 
 
 def launch_command(argv: list[str], cgroups: list[str], uid: int | None) -> list[str]:
-    """The command that runs ``argv`` (bubblewrap's, or the runner's without it) through :mod:`launch`: in
+    """The command that runs ``argv`` (bubblewrap's, or the runner's without it) through :mod:`.launch`: in
     ``cgroups``, and as ``uid`` (None: this process's user) with the private paths staged for it."""
     spec = {"cgroups": cgroups, "uid": uid, "stage": [str(p) for p in private_paths()], "argv": argv}
     return [sys.executable, "-I", "-S", str(HERE / "launch.py"), json.dumps(spec)]

@@ -1,18 +1,8 @@
 """The sandbox side: runs a student's cells, and calls into what they defined, on request.
 
-Started inside bubblewrap by :mod:`sandbox.process` as ``python runner.py IN_FD OUT_FD``.
-It reads requests from the grader on IN_FD and answers on OUT_FD, one :mod:`wire` frame each (:class:`wire.Op`):
-
-    hello       limits to impose on itself (before any student code runs); answers what it measured
-    run_cell    run one cell with IPython; answers its outputs and error
-    names       what the given global names are: data (by value), or a handle to a function, class...
-    call        call a function, class, module or method by handle with data arguments; answers the
-                result, the arguments as they are afterwards (to see mutation), the modules' state
-    backward    gradients of an earlier call's outputs, for the grader's autograd
-    release     forget the graphs of earlier calls (the grader's proxies of them are gone)
-
-Everything in this process is the student's to change, this file included: the grader trusts none
-of it. It only reads what comes back as data, and scores with its own code.
+Started inside bubblewrap as ``python runner.py IN_FD OUT_FD``, it answers each request of the grader (one
+:class:`wire.Op` frame) with ``op_<name>``. Everything in this process is the student's to change, this file
+included: the grader trusts none of it, reads what comes back as data, and scores with its own code.
 """
 
 from __future__ import annotations
@@ -64,8 +54,6 @@ class Runner:
         self.shell = None
         self.encoder = None  # the message being encoded (module handles put their tensors in it)
 
-    # --- the loop ---------------------------------------------------------------------------------
-
     def read_exactly(self, n: int) -> bytes:
         chunks, left = [], n
         while left:
@@ -87,8 +75,6 @@ class Runner:
             except BaseException as error:  # a failure of this request (SystemExit too), reported as data
                 reply, out_tensors = {"ok": False, "error": describe(error)}, {}
             wire.write_frame(self.out, reply, out_tensors)
-
-    # --- requests ---------------------------------------------------------------------------------
 
     def op_hello(self, header, tensors):
         # The grader's process caps its own memory with a soft RLIMIT_DATA (harness.grade_in_own_process) that
@@ -204,8 +190,6 @@ class Runner:
         for c in header.get("calls", []):
             self.calls.pop(c, None)
         return {"ok": True}, {}
-
-    # --- handles, modules, random state -----------------------------------------------------------
 
     def new_id(self) -> int:
         self.next_id += 1

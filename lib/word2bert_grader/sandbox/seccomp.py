@@ -5,47 +5,20 @@ from __future__ import annotations
 import os
 import struct
 
-# System calls student code has no use for, that container escapes go through: kernel modules and keys, mounts
-# and namespaces, eBPF, io_uring, perf, userfaultfd, handles to other file systems' files, other processes'
-# memory; inotify, whose instances are a per-user quota; and Linux AIO, whose contexts are a quota of the whole
-# machine (one sandbox could take all of fs.aio-max-nr). Numbers per architecture: (x86_64, aarch64).
-_SYSCALLS = {
-    "ptrace": (101, 117),
-    "pivot_root": (155, 41),
-    "mount": (165, 40),
-    "umount2": (166, 39),
-    "reboot": (169, 142),
-    "init_module": (175, 105),
-    "delete_module": (176, 106),
-    "io_setup": (206, 0),
-    "kexec_load": (246, 104),
-    "add_key": (248, 217),
-    "request_key": (249, 218),
-    "keyctl": (250, 219),
-    "inotify_init": (253, None),
-    "unshare": (272, 97),
-    "inotify_init1": (294, 26),
-    "perf_event_open": (298, 241),
-    "name_to_handle_at": (303, 264),
-    "open_by_handle_at": (304, 265),
-    "setns": (308, 268),
-    "process_vm_readv": (310, 270),
-    "process_vm_writev": (311, 271),
-    "finit_module": (313, 273),
-    "kexec_file_load": (320, 294),
-    "bpf": (321, 280),
-    "userfaultfd": (323, 282),
-    "io_uring_setup": (425, 425),
-    "io_uring_enter": (426, 426),
-    "io_uring_register": (427, 427),
-    "open_tree": (428, 428),
-    "move_mount": (429, 429),
-    "fsopen": (430, 430),
-    "fsconfig": (431, 431),
-    "fsmount": (432, 432),
-    "fspick": (433, 433),
-    "mount_setattr": (442, 442),
-}
+# System calls student code has no use for, that container escapes go through: kernel modules and keys, mounts and
+# namespaces, eBPF, io_uring, perf, userfaultfd, handles to other file systems' files, other processes' memory;
+# inotify, whose instances are a per-user quota; and Linux AIO, whose contexts are a quota of the whole machine (one
+# sandbox could take all of fs.aio-max-nr). Each is its name and its numbers on x86_64 and aarch64 (- where none).
+_TABLE = """
+ptrace 101 117, pivot_root 155 41, mount 165 40, umount2 166 39, reboot 169 142, init_module 175 105,
+delete_module 176 106, io_setup 206 0, kexec_load 246 104, add_key 248 217, request_key 249 218, keyctl 250 219,
+inotify_init 253 -, unshare 272 97, inotify_init1 294 26, perf_event_open 298 241, name_to_handle_at 303 264,
+open_by_handle_at 304 265, setns 308 268, process_vm_readv 310 270, process_vm_writev 311 271, finit_module 313 273,
+kexec_file_load 320 294, bpf 321 280, userfaultfd 323 282, io_uring_setup 425 425, io_uring_enter 426 426,
+io_uring_register 427 427, open_tree 428 428, move_mount 429 429, fsopen 430 430, fsconfig 431 431, fsmount 432 432,
+fspick 433 433, mount_setattr 442 442
+"""
+_SYSCALLS = {name: numbers for name, *numbers in (entry.split() for entry in _TABLE.replace("\n", " ").split(","))}
 _ARCHITECTURES = {"x86_64": (0xC000003E, 0), "aarch64": (0xC00000B7, 1)}  # AUDIT_ARCH_*, column of _SYSCALLS
 # socket() of the virtual machine's channel to its host (AF_VSOCK): no network namespace isolates it, so a sandbox
 # in a VM could reach the host's services through it (Docker's default profile refuses it too)
@@ -54,15 +27,12 @@ _SOCKET, AF_VSOCK = (41, 198), 40
 
 def seccomp_filter() -> bytes | None:
     """A classic-BPF seccomp program (for ``bwrap --seccomp``) that fails the calls above, and socket(AF_VSOCK, ...),
-    with EPERM.
-
-    Other architectures of this machine's kernel (x32 on x86_64, 32-bit ARM) are killed outright.
-    """
+    with EPERM. Other architectures of this machine's kernel (x32 on x86_64, 32-bit ARM) are killed outright."""
     machine = os.uname().machine
     if machine not in _ARCHITECTURES:
         return None
     arch, column = _ARCHITECTURES[machine]
-    numbers = sorted(nr[column] for nr in _SYSCALLS.values() if nr[column] is not None)
+    numbers = sorted(int(nr[column]) for nr in _SYSCALLS.values() if nr[column] != "-")
     ld_w_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     allow, deny, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000  # ALLOW, ERRNO(EPERM), KILL_PROCESS
     program = [(ld_w_abs, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill), (ld_w_abs, 0, 0, 0)]

@@ -1,29 +1,7 @@
-"""The data-only channel between the trusted grader and a sandboxed submission.
-
-A message is one frame: an 8-byte length and a JSON header, then an 8-byte length and a safetensors
-blob holding every tensor the header names. Values are encoded as JSON with tagged objects:
-
-    None, bool, int, float, str       as themselves
-    list, tuple, dict                 {"$list": [...]}, {"$tuple": [...]}, {"$dict": [[k, v], ...]}
-                                      (their subclasses too, as the base type: a namedtuple, torch.return_types,
-                                      an OrderedDict; read from the base type's own storage, so an override of
-                                      ``__iter__`` or ``__eq__`` crosses nothing but the items)
-    torch.Tensor                      {"$tensor": "t3", "grad": false}   (a dense CPU tensor)
-    torch.Size, dtype, device         {"$size": [...]}, {"$dtype": "float32"}, {"$device": "cpu"}
-    numpy array                       {"$ndarray": "t4"}
-    random.Random, torch.Generator    {"$random": state}, {"$generator": "t5"}   (their state, by value)
-    an object that is not data        {"$handle": 7, ...}   (sandbox -> grader only: a name for it)
-    a list or dict of the arguments   {"$arg": 2}   (sandbox -> grader, in a call's result only: the argument itself,
-                                      so that a result that is its argument is one here too; each side numbers the
-                                      lists and dicts of a call's arguments in the order it encodes or decodes them)
-
-Nothing here unpickles, imports or executes anything it reads. :func:`decode` rebuilds plain values
-only and refuses anything else; the grader treats every frame from a sandbox as hostile input (its
-size is capped before it is read, its JSON nesting is bounded, safetensors checks its own header, and
-nothing in it can be built to take time out of proportion to its size: see :func:`distinct_hashes`).
-This file runs on both sides: it is copied read-only into each sandbox, so it imports nothing of
-the grader.
-"""
+"""The data-only channel between the trusted grader and a sandboxed submission: one frame per message, a JSON header
+and a safetensors blob of the tensors it names, values as tagged JSON (README.md, "The wire"). Nothing here
+unpickles, imports or executes what it reads; every frame from a sandbox is hostile input. This file runs on both
+sides (bound read-only into each sandbox), so it imports nothing of the grader."""
 
 from __future__ import annotations
 
@@ -75,32 +53,8 @@ MAX_REFERENCED = 2**22
 # torch.nn modules whose forward the grader runs itself from their attributes and tensors (see proxy.py); every
 # other module, torch's own included, runs its forward in the sandbox
 LOCAL_MODULES = frozenset(
-    {
-        "Linear",
-        "Bilinear",
-        "Identity",
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "Dropout3d",
-        "AlphaDropout",
-        "LayerNorm",
-        "Embedding",
-        "ReLU",
-        "GELU",
-        "Tanh",
-        "Sigmoid",
-        "SiLU",
-        "Softmax",
-        "LogSoftmax",
-        "LeakyReLU",
-        "ELU",
-        "Softplus",
-        "Flatten",
-        "Sequential",
-        "ModuleList",
-        "ModuleDict",
-    }
+    "Linear Bilinear Identity Dropout Dropout1d Dropout2d Dropout3d AlphaDropout LayerNorm Embedding ReLU GELU Tanh "
+    "Sigmoid SiLU Softmax LogSoftmax LeakyReLU ELU Softplus Flatten Sequential ModuleList ModuleDict".split()
 )
 _DTYPES = {
     name: getattr(torch, name)
