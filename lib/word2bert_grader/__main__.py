@@ -1,5 +1,4 @@
-"""``python -m word2bert_grader release|autograde|export|similarity``: see :mod:`pipeline`,
-:mod:`intake.lms` and :mod:`outputs.similarity`."""
+"""``python -m word2bert_grader release|autograde|export|similarity``: the make targets' commands."""
 
 from __future__ import annotations
 
@@ -19,36 +18,24 @@ def main(argv: list[str] | None = None) -> None:
         description=pipeline.__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path.cwd(),
-        help="course root holding nbgrader_config.py and solutions/ (default: .)",
-    )
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root holding solutions/ (default: .)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("release", help="regenerate exercises/ from solutions/")
     grade = commands.add_parser("autograde", help="grade everything under submitted/")
-    grade.add_argument("--downloads", type=Path, help="folder of LMS downloads (<student>_<assignment>.ipynb, zips)")
-    grade.add_argument("--roster", type=Path, help="file of the student ids allowed (one per line, or CSV with id)")
-    grade.add_argument("--jobs", type=int, help="submissions graded at once on this machine (default: CPU count)")
-    grade.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="grade on a running Dask cluster instead, e.g. tcp://host:8786 (see the instructors' page)",
-    )
-    grade.add_argument("--timeout", type=float, help="per-cell time limit in s (default: the config's)")
+    for flag, kind, text in (
+        ("--downloads", Path, "folder of LMS downloads (<student>_<assignment>.ipynb, zips)"),
+        ("--roster", Path, "file of the student ids allowed (one per line, or CSV with id)"),
+        ("--jobs", int, "submissions graded at once on this machine (default: CPU count)"),
+        ("--scheduler", str, "grade on a running Dask cluster instead, e.g. tcp://host:8786"),
+        ("--timeout", float, "per-cell time limit in s (default: the config's)"),
+    ):
+        grade.add_argument(flag, type=kind, help=text)
     grade.add_argument("--no-feedback", action="store_true", help="skip the HTML feedback")
-    grade.add_argument(
-        "--feedback-for", nargs="+", metavar="STUDENT", help="write the HTML feedback of these students only"
-    )
+    grade.add_argument("--feedback-for", nargs="+", metavar="STUDENT", help="write these students' feedback only")
     grade.add_argument("--lms", choices=("canvas", "moodle"), help="the format of --downloads and --roster")
     grade.add_argument("--students", nargs="+", metavar="STUDENT", help="regrade these students only")
     grade.add_argument("--assignments", nargs="+", metavar="NAME", help="regrade these assignments only")
-    grade.add_argument(
-        "--unsafe-no-sandbox",
-        action="store_true",
-        help="run student code WITHOUT bubblewrap (no confinement; see the instructors' page)",
-    )
+    grade.add_argument("--unsafe-no-sandbox", action="store_true", help="run student code WITHOUT bubblewrap")
     out = commands.add_parser("export", help="grades.csv and feedback/ in an LMS's import formats, into exports/")
     out.add_argument("--lms", choices=("canvas", "moodle"), help="default: course.toml's [lms] name")
     out.add_argument("--roster", type=Path, help="the LMS's gradebook export (default: course.toml's)")
@@ -58,54 +45,33 @@ def main(argv: list[str] | None = None) -> None:
     root = args.root.resolve()
     if args.command == "release":
         pipeline.release(root)
-        return
-    if args.command == "export":
+    elif args.command == "export":
         names = list(assignments(root))
         calendar = course.load(root, names).for_lms(args.lms)
-        name = calendar.lms.name
-        if name is None:
+        if calendar.lms.name is None:
             parser.error("export: say which LMS (LMS=canvas or LMS=moodle), or set [lms] name in course.toml")
         path = args.roster or calendar.lms.roster
-        roster = lms.read_roster(path, name, calendar.lms.id_column or "") if path else None
+        roster = lms.read_roster(path, calendar.lms.name, calendar.lms.id_column or "") if path else None
         lines = calendar.problems + (roster.problems if roster else [])
-        lines += exports.export(root, name, calendar, names, roster)
+        lines += exports.export(root, calendar.lms.name, calendar, names, roster)
         print(printable("\n".join(lines)))  # the roster's names are the students' text
-        return
-    if args.command == "similarity":
+    elif args.command == "similarity":
         config = similarity.Settings(**({"threshold": args.threshold} if args.threshold is not None else {}))
         report = similarity.run(root, config)
         similarity.write(report, root / "reports")
         print(printable("\n".join(report.problems)))
-        print(
-            f"{len(report.pairs)} pair(s) flagged of {report.answers} answers ({report.compared} compared): "
-            f"reports/similarity.html, reports/similarity.csv"
+        print(f"{len(report.pairs)} pair(s) flagged of {report.answers} answers ({report.compared} compared): ", end="")
+        print("reports/similarity.html, reports/similarity.csv")
+    else:
+        feedback = False if args.no_feedback else set(args.feedback_for) if args.feedback_for else True
+        given = ("downloads", "jobs", "timeout", "roster", "scheduler", "lms", "students", "assignments")
+        request = pipeline.AutogradeRequest(
+            root, feedback=feedback, unsafe=args.unsafe_no_sandbox, **{k: getattr(args, k) for k in given}
         )
-        return
-    feedback = False if args.no_feedback else set(args.feedback_for) if args.feedback_for else True
-    request = pipeline.AutogradeRequest(
-        root=root,
-        downloads=args.downloads,
-        jobs=args.jobs,
-        timeout=args.timeout,
-        feedback=feedback,
-        roster=args.roster,
-        unsafe=args.unsafe_no_sandbox,
-        scheduler=args.scheduler,
-        lms=args.lms,
-        students=args.students,
-        assignments=args.assignments,
-    )
-    results = pipeline.autograde(request)
-    print(
-        json.dumps(
-            {
-                "submissions": len(results),
-                "failed": sum(bool(r.failure) for r in results),
-                "tampering_suspected": sum(bool(r.tampering) for r in results),
-                "sandbox": not args.unsafe_no_sandbox,
-            }
-        )
-    )
+        results = pipeline.autograde(request)
+        failed, tampered = sum(bool(r.failure) for r in results), sum(bool(r.tampering) for r in results)
+        counts = {"submissions": len(results), "failed": failed, "tampering_suspected": tampered}
+        print(json.dumps({**counts, "sandbox": not args.unsafe_no_sandbox}))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,10 @@
-"""Where submissions are graded: a pool of local processes, or a Dask cluster whose workers each keep such a pool.
+"""Where submissions are graded: pebble's process pool here, or one on each worker of a Dask cluster.
 
-Either way every submission is graded by :func:`word2bert_grader.remote.harness.grade_in_own_process` in a process of
-its own (pebble's pool, one task per process: no state of one submission's tests reaches the next), forked from a
-server that has imported torch already. Only these values cross: a
-:class:`~word2bert_grader.task.Submission` out, its :class:`~word2bert_grader.task.Result` back, so a Dask worker needs
-the project installed and bubblewrap, and no folder of the course.
-
-A process that dies is charged to the submission it was grading, which is graded again; after ``ATTEMPTS`` deaths it
-gets a failed row with the reason. A process still grading past its submission's wall-clock limit (:func:`deadline`:
-the grader's own backstop, which ends a slow grading first, plus ``MARGIN``) is killed, and its submission gets a
-failed row that says so. Every submission gets exactly one result.
+Every submission is graded by :func:`word2bert_grader.remote.harness.grade_in_own_process` in a process of its own
+(one task per process: no state of one submission's tests reaches the next), forked from a server that has imported
+torch. Only a :class:`~word2bert_grader.task.Submission` goes out and its :class:`~word2bert_grader.task.Result` comes
+back. A process that dies is charged to its submission, which is graded again (``ATTEMPTS`` in all, then a failed row);
+one past its submission's wall-clock limit (:func:`deadline`) is killed and its submission gets a failed row.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Release the exercises; autograde a class. This process alone writes what grading produces.
 
-    python -m word2bert_grader release     # exercises/ <- solutions/            (make release)
-    python -m word2bert_grader autograde   # submitted/ -> grades.csv, feedback/ (make autograde)
-
-Both run in a course root holding ``nbgrader_config.py`` and ``solutions/``. Each submission is graded by
-:func:`word2bert_grader.remote.harness.grade` in a process of its own, on this machine or on a Dask cluster
-(:mod:`word2bert_grader.executors`); its student code runs in a sandbox inside that. The workers return data; this
-process alone writes the gradebook, ``grades.csv``, ``feedback/``, ``autograded/`` and the result cache
-(:mod:`word2bert_grader.cache`: a re-run grades only what changed, and an interrupted run resumes). A submission that
-cannot be graded is scored zero with its reason, and every submission gets exactly one row.
+Both run in a course root holding ``nbgrader_config.py`` and ``solutions/``. Each submission is graded in a process of
+its own (:mod:`.executors`), its student code in a sandbox inside that; the workers return data, and this process
+alone writes the gradebook, ``grades.csv``, ``feedback/``, ``autograded/`` and the result cache (:mod:`.cache`). A
+submission that cannot be graded is scored zero with its reason: every submission gets exactly one row.
 """
 
 from __future__ import annotations
@@ -68,15 +63,10 @@ def settings(root: Path, timeout: float | None = None) -> Settings:
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
-    ours = config.get("SandboxGrader", {})
-    limits = Limits(**{k: int(v) for k, v in ours.items() if k in Limits.__dataclass_fields__})
-    budgets = {k: float(ours[k]) for k in ("student_seconds", "replay_seconds") if k in ours}
-    return Settings(
-        timeout=float(timeout or config.Execute.get("timeout", 30)),
-        cell_timeouts={k: float(v) for k, v in ours.get("cell_timeouts", {}).items()},
-        limits=limits,
-        **budgets,
-    )
+    ours = dict(config.get("SandboxGrader", {}))
+    limits = Limits(**{k: int(ours.pop(k)) for k in list(ours) if k in Limits.__dataclass_fields__})
+    ours = {k: v for k, v in ours.items() if k in Settings.model_fields}
+    return Settings(timeout=float(timeout or config.Execute.get("timeout", 30)), limits=limits, **ours)
 
 
 def run_all(root: Path, tasks: list[Submission], jobs: int, scheduler: str | None) -> tuple[list[Result], int]:

@@ -83,7 +83,6 @@ class Result(BaseModel):
     seconds: float = 0.0
     feedback: str = ""  # the feedback page (HTML)
     autograded: str = ""  # the graded notebook (JSON)
-    sandbox: dict = {}  # what the sandbox said of itself (uid, pid, rlimits)
     # the cause of a failure was the grading machinery (a worker died), not the submission: not cached, so that
     # the next run tries again
     transient: bool = False

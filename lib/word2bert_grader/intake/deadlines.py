@@ -70,8 +70,8 @@ def assess(course: Course, student: str, assignment: str, folder: Path, now: dat
     late = {"method": course.late.method, "points_per_hour": course.late.points_per_hour}
     seconds, note = 0.0, ""
     if due is None:
-        pass
-    elif submitted is not None and submitted > (now or datetime.now(UTC)) + FUTURE_SLACK:
+        return Lateness(submitted, source, None, 0.0, **late)
+    if submitted is not None and submitted > (now or datetime.now(UTC)) + FUTURE_SLACK:
         note = f"its time {_shown(submitted)} ({source}) is in the future: taken as on time"
     elif submitted is None and flag:
         seconds = None

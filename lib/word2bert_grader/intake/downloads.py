@@ -186,8 +186,8 @@ def settle(
 ) -> tuple[list[Collected], list[Problem]]:
     """One notebook per (student, assignment), written: of those named for the assignment (identical copies once,
     where ``copies_once``: a platform's zip beside its unpacked files), the newest; where no single newest tells them
-    apart, none (a conflict). Every other candidate is one more of the ``problems``; a problem keeps its pair (for a
-    failed row) only where nothing was collected for it."""
+    apart, none (a conflict). Notebooks are read one at a time. Every other candidate is one more of the ``problems``;
+    a problem keeps its pair (for a failed row) only where nothing was collected for it."""
     groups: dict[tuple[str, str], list[Candidate]] = {}
     for c in candidates:
         groups.setdefault((c.student, c.assignment), []).append(c)
@@ -197,33 +197,39 @@ def settle(
         if len(named) < len(group):
             why = f"superseded: another file is named {assignment}.ipynb"
             problems += [Problem(c.source, why, student, assignment) for c in group if not c.named]
-        contents: dict[str, tuple[Candidate, bytes]] = {}
-        for c in named:
-            try:
-                data = c.read(cap)
-            except Exception as e:  # damaged, oversized once decompressed, unreadable
-                why = str(e) if isinstance(e, Refused) else f"cannot read it ({describe(e)})"
-                problems.append(Problem(c.source, f"refused: {why}", student, assignment))
-                continue
-            best = contents.get(digest := hashlib.sha256(data).hexdigest() if copies_once else c.source)
-            if best is None or (c.order or ()) > (best[0].order or ()):  # identical copies count once
-                contents[digest] = (c, data)
-        if not contents:
+        if copies_once and len(named) > 1:
+            copies: dict[str, Candidate] = {}
+            for c in named:
+                try:
+                    digest = hashlib.sha256(c.read(cap)).hexdigest()
+                except Exception as e:  # damaged, oversized once decompressed, unreadable
+                    problems.append(Problem(c.source, f"refused: {_why(e, 'read')}", student, assignment))
+                    continue
+                if digest not in copies or (c.order or ()) > (copies[digest].order or ()):
+                    copies[digest] = c
+            named = list(copies.values())
+        if not named:
             continue
-        ranked = sorted(contents.values(), key=lambda pair: pair[0].order or ())
-        orders = [c.order for c, _ in ranked]
+        ranked = sorted(named, key=lambda c: c.order or ())
+        orders = [c.order for c in ranked]
         if len(ranked) > 1 and (None in orders or orders.count(orders[-1]) > 1):
-            sources = ", ".join(c.source for c, _ in contents.values())
             why = f"{len(ranked)} notebooks for {student}/{assignment} that cannot be told apart"
+            sources = ", ".join(c.source for c in named)
             problems.append(Problem(sources, f"conflict: {why}; none collected", student, assignment))
             continue
-        (winner, data), older = ranked[-1], ranked[:-1]
-        problems += [Problem(c.source, f"superseded: {winner.source} is newer", student, assignment) for c, _ in older]
+        winner = ranked[-1]
+        problems += [
+            Problem(c.source, f"superseded: {winner.source} is newer", student, assignment) for c in ranked[:-1]
+        ]
+        try:
+            data = winner.read(cap)
+        except Exception as e:
+            problems.append(Problem(winner.source, f"refused: {_why(e, 'read')}", student, assignment))
+            continue
         try:
             write_notebook(submitted, winner, data)
         except Exception as e:  # a failed write, or a folder that is a link
-            why = str(e) if isinstance(e, Refused) else f"cannot write it ({describe(e)})"
-            problems.append(Problem(winner.source, f"refused: {why}", student, assignment))
+            problems.append(Problem(winner.source, f"refused: {_why(e, 'write')}", student, assignment))
         else:
             collected.append(Collected(student, assignment, winner.source))
     done = {(c.student, c.assignment) for c in collected}
@@ -231,6 +237,10 @@ def settle(
         if (p.student, p.assignment) in done:
             p.student = p.assignment = None
     return sorted(collected, key=lambda c: (c.student, c.assignment)), problems
+
+
+def _why(e: Exception, doing: str) -> str:
+    return str(e) if isinstance(e, Refused) else f"cannot {doing} it ({describe(e)})"
 
 
 def collect(

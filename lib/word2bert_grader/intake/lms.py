@@ -8,6 +8,7 @@ hold: nothing is extracted, links and escaping paths are refused, a download's l
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import io
@@ -434,10 +435,8 @@ def _zip_entries(path: Path, shown: str, cap: int, course: Course, keep) -> list
     for member in members:
         name = member.filename
         if not member.flag_bits & 0x800:  # no UTF-8 flag: zipfile read CP437, but most zippers' bytes are UTF-8
-            try:
+            with contextlib.suppress(UnicodeError):
                 name = name.encode("cp437").decode("utf-8")
-            except UnicodeError:
-                pass
         why = downloads.member_problem(member, name)
         if why is None and name.endswith(".ipynb") and downloads.size_problem(member.file_size, cap):
             why = f"refused: {downloads.size_problem(member.file_size, cap)}"

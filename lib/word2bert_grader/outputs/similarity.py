@@ -1,17 +1,10 @@
 """Similar answers across a class and against the public solutions: ``make similarity``.
 
-What each student wrote in the answer cells of an assignment is compared with every classmate's and with the
-solution (the student ``solutions``) by copydetect's winnowing fingerprints (Schleimer, Wilkerson and Aiken 2003, as
-MOSS does): code is tokenized and its names replaced, so renamed variables, reordered functions and rewritten
-comments do not hide a copy. The release's stubs and the course's own code cells are boilerplate; what many
-classmates share (more than ``max_share`` of the class, and not the solution's) is an idiom, left out between
-students; two students who both copied the solution are each reported against ``solutions``.
-
-Comparing every pair is n²/2 comparisons: an index from each fingerprint to the answers holding it gives how many
-fingerprints a pair shares, and only pairs that could reach the threshold are compared. A pair's score is
-copydetect's: the share of an answer's fingerprinted code found in the other's, the larger of the two, in [0, 1].
-Student code is data here: read within the grader's caps, tokenized and hashed, never run; shown through Jinja2's
-autoescape.
+Each student's answer cells are compared with every classmate's and with the solution (the student ``solutions``)
+by copydetect's winnowing fingerprints, as MOSS does: names are replaced, so renamed variables, reordered functions
+and rewritten comments hide nothing. The release's stubs and the course's own cells are boilerplate; fingerprints
+many classmates share are idioms. An index from fingerprints to answers picks the pairs worth comparing, so a class
+is not n²/2 comparisons. Student code is data: read within caps, hashed, never run, shown through autoescape.
 """
 
 from __future__ import annotations
@@ -21,7 +14,7 @@ import csv
 import io
 import logging
 import re
-from collections import defaultdict
+from collections import defaultdict, namedtuple
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,11 +37,7 @@ class Settings:
     min_class: int = 20  # ... once the class has at least this many answers
 
 
-@dataclass(frozen=True)
-class Answer:
-    student: str
-    assignment: str
-    code: str
+Answer = namedtuple("Answer", "student assignment code")  # what a student wrote in the answer cells
 
 
 @dataclass(frozen=True)
@@ -73,20 +62,6 @@ class Report:
 def answer_code(assignment: Assignment, cells: list[dict]) -> str:
     """What a student wrote in the answer cells (code only: not the written answers, not scratch cells)."""
     return "\n\n".join(s.source for s in assignment.plan(cells).steps if s.kind is Kind.ANSWER)
-
-
-def solution_code(assignment: Assignment) -> str:
-    """The source's answers, without nbgrader's solution markers."""
-    code = answer_code(assignment, assignment.cells)
-    return "\n".join(line for line in code.split("\n") if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line)
-
-
-def boilerplate_code(assignment: Assignment, release_cells: list[dict]) -> str:
-    """The release's stubs and the source's other code cells (set-up, helpers, tests): what no copy shows."""
-    others = [
-        text(c.get("source")) for c in assignment.cells if c.get("cell_type") == "code" and not meta(c).get("solution")
-    ]
-    return "\n\n".join([answer_code(assignment, release_cells), *others])
 
 
 def compare(
@@ -231,11 +206,19 @@ def run(root: Path, settings: Settings = Settings()) -> Report:
             problems.append(f"{student}/{name}: not compared ({str(error)[:200]})")
             continue
         answers.append(Answer(student, name, answer_code(sources[name], cells)))
-    boilerplate = {}
+    solutions, boilerplate = {}, {}
     for name, source in sources.items():
-        release = root / "exercises" / name / f"{name}.ipynb"
-        boilerplate[name] = boilerplate_code(source, read_cells(release.read_bytes()) if release.is_file() else [])
-    report = compare(answers, {a: solution_code(s) for a, s in sources.items()}, boilerplate, settings)
+        code = answer_code(source, source.cells).split("\n")
+        solutions[name] = "\n".join(
+            line for line in code if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line
+        )
+        release = root / "exercises" / name / f"{name}.ipynb"  # the stubs and the course's other cells: no evidence
+        stubs = answer_code(source, read_cells(release.read_bytes()) if release.is_file() else [])
+        others = [
+            text(c.get("source")) for c in source.cells if c.get("cell_type") == "code" and not meta(c).get("solution")
+        ]
+        boilerplate[name] = "\n\n".join([stubs, *others])
+    report = compare(answers, solutions, boilerplate, settings)
     report.problems = problems
     return report
 

@@ -1,18 +1,11 @@
 """Grade one submission: its code in a sandbox, the tests here, the verdicts from here alone.
 
-:func:`grade` is a pure task: a :class:`~word2bert_grader.task.Submission` in, a :class:`~word2bert_grader.task.Result`
-out (scores, notes, the feedback page, the graded notebook); it writes no file, so the same call runs in a local
-process or on a cluster worker. One pass over the assignment's plan, in notebook order, as nbgrader runs a notebook:
-
-- every code cell runs **in the sandbox**: the read-only set-up cells, the student's cells, and the visible half of
-  each test (to compare with the trusted verdict). A cell that runs past its limit or kills the process is recorded;
-  the sandbox is started again and the cells that ran are replayed, so one bad cell costs only what depends on it;
-- each test cell then runs **here**, whole (hidden tests included), in a namespace of the grader's own, with the
-  names the answer cells define bound to proxies into the sandbox (:mod:`.proxy`) as they stand at that place of the
-  notebook. A test passes if it raises nothing.
-
-A test that passed in the student's kernel and failed here, on the same values, is evidence of tampering; a value
-the grader could not read, a crash or a time limit is not. Every step runs under one limit for the whole submission.
+:func:`grade` is a pure task, a :class:`~word2bert_grader.task.Submission` in and a
+:class:`~word2bert_grader.task.Result` out, so the same call runs in a local process or on a cluster worker. In
+notebook order, every code cell runs in the sandbox (a test's visible half too: a kernel that passes what the grader
+fails is evidence of tampering), and each test runs here right after, whole, on proxies of the student's names as
+they stand at that place (:mod:`.proxy`). A cell that stops the sandbox costs what depends on it: the sandbox is
+started again and the cells that ran before are replayed. One limit bounds the whole submission.
 """
 
 from __future__ import annotations
@@ -88,7 +81,6 @@ def grade(task: Submission) -> Result:
         try:
             grader = _Grader(config, sandbox, records)
             grader.run(plan.contract)
-            result.sandbox = grader.hello
         except SandboxError as error:  # the sandbox could not even start
             result.failure = f"the sandbox could not start: {error}"
         finally:
@@ -177,7 +169,6 @@ class _Grader:
         self.config, self.sandbox, self.records = config, sandbox, records
         self.ran: list[Record] = []  # cells that finished in the sandbox: replayed after a restart
         self.restarts = 0
-        self.hello: dict = {}
         self.cells_run = 0  # requests to run a cell, so far (the names bound for a test are those after them)
         self.own_cells, self.own_seconds = 0, 0.0  # the student's own cells, bounded in number and time
         self.replayed = 0.0  # seconds spent replaying cells after restarts (Settings.replay_seconds at most)
@@ -194,8 +185,7 @@ class _Grader:
                 )
             if self.sandbox.generation:
                 self.restarts += 1
-            reply = self.sandbox.start()
-            self.hello = {k: reply.get(k) for k in ("uid", "pid", "rlimits")}
+            self.sandbox.start()
             began = time.monotonic()
             try:
                 for record in list(self.ran):
@@ -231,11 +221,9 @@ class _Grader:
             if not step.kind.runs:  # text
                 continue
             if step.kind is Kind.SETUP:  # the source's read-only cells run in the grader's namespace too
-                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                    try:
-                        exec(compile(step.source, f"<{step.grade_id}>", "exec"), namespace)
-                    except Exception:  # a broken set-up cell fails the tests that need it
-                        pass
+                quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
+                with quiet[0], quiet[1], contextlib.suppress(Exception):  # a broken one fails the tests that need it
+                    exec(compile(step.source, f"<{step.grade_id}>", "exec"), namespace)
             self.run_cell(record)
             if step.kind is Kind.TEST:
                 bound = self.test(record, session, namespace, contract, bound)
@@ -278,20 +266,15 @@ class _Grader:
 
     def test(self, record: Record, session: Session, namespace: dict, contract: list[str], bound):
         """One test cell, whole, here; returns when the names were bound (see :meth:`run`)."""
-        step = record.step
-        limit = self.config.limit(step.grade_id)
-        session.limit = limit
-        session.deadline = time.monotonic() + limit
-        out, err = io.StringIO(), io.StringIO()
+        step, out, err = record.step, io.StringIO(), io.StringIO()
+        session.limit = self.config.limit(step.grade_id)
+        session.deadline = time.monotonic() + session.limit
         try:
             if bound != (session.generation, self.cells_run) or session.sandbox.process is None:
                 session.ensure_running()
-                values = session.names(contract)
-                for name in contract:
-                    if name in values:
-                        namespace[name] = values[name]
-                    else:
-                        namespace.pop(name, None)
+                for name in contract:  # a name the student did not define is not bound at all
+                    namespace.pop(name, None)
+                namespace.update(session.names(contract))
                 bound = (session.generation, self.cells_run)
             code = _compile_test(step)
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -300,8 +283,7 @@ class _Grader:
         except SandboxFailure as error:  # a crash, a time limit or an unreadable value (UnreadableFailure)
             record.passed, record.message, record.sandbox_failed = False, str(error), True
         except Exception as error:
-            record.passed = False
-            record.message = _failure_message(error, step)
+            record.passed, record.message = False, _failure_message(error, step)
         record.test_output = _cap(out.getvalue()) if step.visible == step.source else ""
         record.wrote_stderr = bool(err.getvalue())
         return bound

@@ -12,6 +12,7 @@ cannot catch.
 from __future__ import annotations
 
 import builtins
+import functools
 import random
 import time
 
@@ -175,7 +176,7 @@ class Session:
             return RemoteClass(self, h, name)
         if kind == wire.HandleKind.MODULE:
             return self.mirror.tree(spec.get("tree"), self._current_decoder)
-        return RemoteObject(self, h, name, str(spec.get("repr", ""))[:200])
+        return RemoteObject(self, h, name)
 
 
 class _Call:
@@ -292,8 +293,8 @@ class RemoteClass(RemoteFunction):
 class RemoteObject:
     """An object of the student's that is not data: its methods can be called, nothing else."""
 
-    def __init__(self, session: Session, handle: int, type_name: str, text: str):
-        self._w2b_session, self._w2b_handle, self._w2b_type, self._w2b_repr = session, handle, type_name, text
+    def __init__(self, session: Session, handle: int, type_name: str):
+        self._w2b_session, self._w2b_handle, self._w2b_type = session, handle, type_name
         self._w2b_generation = session.generation
 
     def __getattr__(self, name: str):
@@ -319,31 +320,21 @@ def student_exception(error) -> BaseException:
     """The student's exception, rebuilt as a subclass of its nearest built-in exception type."""
     if type(error) is not dict:
         return SandboxFailure("the sandbox reported an error without saying what it was")
-    name = identifier(error.get("type"))
-    message = str(error.get("message", ""))[:4000]
-    base = Exception
-    for candidate in error.get("bases") or []:
-        cls = getattr(builtins, str(candidate), None)
-        if (
-            isinstance(cls, type)
-            and issubclass(cls, Exception)
-            and not issubclass(cls, (StopIteration, StopAsyncIteration, Warning))
-        ):
-            base = cls
-            break
-    exception = _exception_class(name, base)(message)
+    kinds = [getattr(builtins, str(c), None) for c in error.get("bases") or []]
+    kinds = [k for k in kinds if isinstance(k, type) and issubclass(k, Exception) and not issubclass(k, _NEVER)]
+    exception = _exception_class(identifier(error.get("type")), next(iter(kinds), Exception))(
+        str(error.get("message", ""))[:4000]
+    )
     exception.student_traceback = str(error.get("traceback", ""))[:20_000]
     return exception
 
 
-_EXCEPTION_CLASSES: dict[tuple[str, type], type] = {}
+_NEVER = (StopIteration, StopAsyncIteration, Warning)  # built-in types a rebuilt exception never takes
 
 
+@functools.cache
 def _exception_class(name: str, base: type) -> type:
-    if (name, base) not in _EXCEPTION_CLASSES:
-        bases = (StudentError,) if base is Exception else (base, StudentError)
-        _EXCEPTION_CLASSES[name, base] = type(name, bases, {"__module__": "student"})
-    return _EXCEPTION_CLASSES[name, base]
+    return type(name, (StudentError,) if base is Exception else (base, StudentError), {"__module__": "student"})
 
 
 def _write_back(original, after) -> None:
@@ -406,6 +397,5 @@ def _map_tensors(value, fn):
 
 
 def _global_random() -> random.Random:
-    rng = random.Random()
-    rng.setstate(random.getstate())
+    (rng := random.Random()).setstate(random.getstate())
     return rng

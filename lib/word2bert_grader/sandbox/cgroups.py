@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -83,11 +84,9 @@ class Cgroup:
 
     def kill(self) -> None:
         for path in self.procs_files():
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 for pid in open(path, encoding="utf-8").read().split():
                     os.kill(int(pid), signal.SIGKILL)
-            except (OSError, ValueError):
-                pass
 
     def remove(self) -> None:
         for d in self.dirs:

@@ -21,17 +21,8 @@ from dataclasses import dataclass, field
 import psutil
 
 from word2bert_grader.assignment import printable
-from word2bert_grader.sandbox import launch, wire
-from word2bert_grader.sandbox.bwrap import (
-    HERE,
-    INSIDE,
-    Limits,
-    Unavailable,
-    bwrap_command,
-    launch_command,
-    rlimits,
-    sandbox_uid,
-)
+from word2bert_grader.sandbox import bwrap, launch, wire
+from word2bert_grader.sandbox.bwrap import Limits, Unavailable
 from word2bert_grader.sandbox.cgroups import Cgroup
 from word2bert_grader.sandbox.seccomp import seccomp_filter
 
@@ -55,28 +46,26 @@ class Sandbox:
     process: subprocess.Popen | None = None
     generation: int = 0  # how many times it was started
     death: str = ""  # why it died, once it has
-    watchdog_note: str = ""
     started: bool = False  # the runner has answered its first request
     _cgroup: Cgroup | None = None
 
     def start(self) -> dict:
         self.close()
-        self.generation += 1
-        self.death = ""
+        self.generation, self.death = self.generation + 1, ""
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()
-        runner = [sys.executable, "-E", "-s", f"{INSIDE}/runner.py", str(to_child), str(from_child)]
+        runner = [sys.executable, "-E", "-s", f"{bwrap.INSIDE}/runner.py", str(to_child), str(from_child)]
         keep = [to_child, from_child]
         uid = None
         if self.unsafe:
-            runner[3] = str(HERE / "runner.py")
+            runner[3] = str(bwrap.HERE / "runner.py")
             argv = runner
         else:
             try:
-                uid = sandbox_uid()
+                uid = bwrap.sandbox_uid()
             except Unavailable as error:
                 raise SandboxError(str(error)) from None
-            argv = bwrap_command(self.limits, staged=uid is not None)
+            argv = bwrap.bwrap_command(self.limits, staged=uid is not None)
             program = seccomp_filter()
             if program is not None:
                 rules, write_end = os.pipe()
@@ -86,32 +75,22 @@ class Sandbox:
                 argv += ["--seccomp", str(rules)]
             argv += runner
         self._cgroup = Cgroup.create(self.limits)
-        cmd = launch_command(argv, self._cgroup.procs_files() if self._cgroup else [], uid)
+        cmd = bwrap.launch_command(argv, self._cgroup.procs_files() if self._cgroup else [], uid)
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         if self.unsafe:
             env.update(MPLBACKEND="Agg", OMP_NUM_THREADS="1")
-        self.process = subprocess.Popen(
-            cmd,
-            pass_fds=keep,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-            cwd="/" if not self.unsafe else None,
-        )
+        pipes = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
+        cwd = "/" if not self.unsafe else None
+        self.process = subprocess.Popen(cmd, pass_fds=keep, env=env, start_new_session=True, cwd=cwd, **pipes)
         for fd in keep:
             os.close(fd)
         os.set_blocking(from_parent, False)  # writes wait in select, with the request's deadline
-        self._out = from_parent
-        self._in = to_parent
-        self._log = bytearray()
+        self._out, self._in, self._log = from_parent, to_parent, bytearray()
         threading.Thread(target=self._drain, args=(self.process.stdout,), daemon=True).start()
         if self._cgroup is None:
-            self.watchdog_note = "no cgroup available: memory and processes watched by sampling"
             threading.Thread(target=self._watch, args=(self.process,), daemon=True).start()
         self.started = False
-        reply, _ = self.request({"op": wire.Op.HELLO, "limits": rlimits(self.limits)}, timeout=120)
+        reply, _ = self.request({"op": wire.Op.HELLO, "limits": bwrap.rlimits(self.limits)}, timeout=120)
         self.started = True
         return reply
 
@@ -216,17 +195,13 @@ class Sandbox:
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            try:
+            with contextlib.suppress(OSError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except OSError:
-                pass
         if self._cgroup is not None:
             self._cgroup.kill()
         if self.process is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=10)  # reaped, so that poll() tells it is dead
-            except subprocess.TimeoutExpired:
-                pass
 
     def close(self) -> None:
         """Kill everything inside and free the cgroup."""
@@ -234,10 +209,8 @@ class Sandbox:
             self.kill()
             self.process.wait()
             for fd in (self._out, self._in):
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
             self.process = None
         if self._cgroup is not None:
             self._cgroup.remove()
@@ -252,8 +225,8 @@ def check_available(limits: Limits | None = None) -> None:
             "Fix: `make system-deps` (or `sudo apt-get install bubblewrap`). To grade without any "
             "confinement anyway, pass --unsafe-no-sandbox (read the instructors' page first)."
         )
-    uid = sandbox_uid()
-    cmd = launch_command([*bwrap_command(limits or Limits(), staged=uid is not None), "/bin/true"], [], uid)
+    uid = bwrap.sandbox_uid()
+    cmd = bwrap.launch_command([*bwrap.bwrap_command(limits or Limits(), staged=uid is not None), "/bin/true"], [], uid)
     run = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd="/")
     if run.returncode != 0:
         raise Unavailable(

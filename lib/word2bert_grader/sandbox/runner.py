@@ -45,7 +45,7 @@ class _NoLibrary:
 
 class Runner:
     def __init__(self, fd_in: int, fd_out: int):
-        self.fd_in = fd_in
+        self.inp = os.fdopen(fd_in, "rb")
         self.out = os.fdopen(fd_out, "wb", buffering=0)
         self.objects: dict[int, object] = {}
         self.ids: dict[int, int] = {}  # id(obj) -> handle, so one object keeps one handle
@@ -55,14 +55,10 @@ class Runner:
         self.encoder = None  # the message being encoded (module handles put their tensors in it)
 
     def read_exactly(self, n: int) -> bytes:
-        chunks, left = [], n
-        while left:
-            chunk = os.read(self.fd_in, min(left, 1 << 20))
-            if not chunk:
-                raise EOFError
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        data = self.inp.read(n)  # a buffered read: n bytes, or fewer at the end of the stream
+        if len(data) < n:
+            raise EOFError
+        return data
 
     def serve(self) -> None:
         while True:
@@ -94,8 +90,8 @@ class Runner:
         self.shell = InteractiveShell.instance(config=config, colors="nocolor")
         self.shell.user_ns["__name__"] = "__main__"
         measured = {
-            name: resource.getrlimit(getattr(resource, f"RLIMIT_{name.upper()}"))[1]
-            for name in ("nproc", "cpu", "fsize", "nofile")
+            n: resource.getrlimit(getattr(resource, f"RLIMIT_{n.upper()}"))[1]
+            for n in ("nproc", "cpu", "fsize", "nofile")
         }
         return {"ok": True, "pid": os.getpid(), "uid": os.getuid(), "rlimits": measured}, {}
 
@@ -119,11 +115,9 @@ class Runner:
         return {"ok": True, "outputs": outputs, "error": describe(error) if error else None}, {}
 
     def op_names(self, header, tensors):
-        encoder = self.encoder = wire.Encoder(self.handle)
-        found = {}
-        for name in header["names"]:
-            if name in self.shell.user_ns:
-                found[name] = encoder.encode(self.shell.user_ns[name])
+        encoder, space = wire.Encoder(self.handle), self.shell.user_ns
+        self.encoder = encoder
+        found = {name: encoder.encode(space[name]) for name in header["names"] if name in space}
         return {"ok": True, "names": found}, encoder.tensors
 
     def op_call(self, header, tensors):
@@ -148,14 +142,8 @@ class Runner:
         encoder.aliases = {id(c): n for n, c in enumerate(decoder.containers)}
         encoded = encoder.encode(result)
         encoder.aliases = {}  # the arguments themselves go back by value (what the call left in them)
-        reply = {
-            "ok": True,
-            "result": encoded,
-            "args": encoder.encode(args),
-            "kwargs": encoder.encode(kwargs),
-            "modules": [wire.module_state(h, m, encoder) for h, m in modules],
-            "call": None,
-        }
+        reply = {"ok": True, "result": encoded, "args": encoder.encode(args), "kwargs": encoder.encode(kwargs)}
+        reply.update(modules=[wire.module_state(h, m, encoder) for h, m in modules], call=None)
         outputs = [t for _, t, marked in wire.tensors_in(result, reply["result"]) if marked]
         params = [
             (h, n, p) for h, module in modules for n, p in module.named_parameters(recurse=False) if p.requires_grad
@@ -197,13 +185,10 @@ class Runner:
 
     def handle(self, obj) -> dict:
         """Anything that is not data is named by a handle, described well enough to be proxied."""
-        if id(obj) in self.ids and self.objects.get(self.ids[id(obj)]) is obj:
-            h = self.ids[id(obj)]
-        else:
-            h = self.new_id()
-            self.objects[h] = obj
-            self.ids[id(obj)] = h
-        spec = {"$handle": h, "name": _name(obj)}
+        spec = {
+            "$handle": self.handle_of(obj),
+            "name": str(getattr(obj, "__qualname__", None) or type(obj).__name__)[:80],
+        }
         if isinstance(obj, torch.nn.Module):
             spec.update(kind=wire.HandleKind.MODULE, tree=self.describe_module(obj))
         elif isinstance(obj, type):
@@ -211,7 +196,7 @@ class Runner:
         elif callable(obj):
             spec.update(kind=wire.HandleKind.FUNCTION)
         else:
-            spec.update(kind=wire.HandleKind.OBJECT, repr=_short_repr(obj))
+            spec.update(kind=wire.HandleKind.OBJECT)
         return spec
 
     def describe_module(self, module: torch.nn.Module) -> dict:
@@ -241,15 +226,11 @@ class Runner:
         return {"root": self.handle_of(module), "nodes": [[h, node] for h, node in nodes.items()]}
 
     def handle_of(self, obj) -> int:
-        return self.handle(obj)["$handle"] if not isinstance(obj, torch.nn.Module) else self._module_handle(obj)
-
-    def _module_handle(self, module) -> int:
-        if id(module) in self.ids and self.objects.get(self.ids[id(module)]) is module:
-            return self.ids[id(module)]
-        h = self.new_id()
-        self.objects[h] = module
-        self.ids[id(module)] = h
-        return h
+        """The number that names ``obj``: one per object, while this process holds it."""
+        if id(obj) not in self.ids or self.objects.get(self.ids[id(obj)]) is not obj:
+            self.ids[id(obj)] = self.new_id()
+            self.objects[self.ids[id(obj)]] = obj
+        return self.ids[id(obj)]
 
     def from_handle(self, spec):
         return self.objects[spec["$handle"]]
@@ -280,24 +261,14 @@ class Runner:
 
 def describe(error: BaseException) -> dict:
     bases = [c.__name__ for c in type(error).__mro__ if c.__module__ == "builtins"]
-    text = "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=-8))
-    return {
-        "type": type(error).__name__,
-        "bases": bases,
-        "message": wire.cap(str(error), 4000),
-        "traceback": wire.cap(text, 20_000),
-    }
+    text = wire.cap("".join(traceback.format_exception(type(error), error, error.__traceback__, limit=-8)), 20_000)
+    return {"type": type(error).__name__, "bases": bases, "message": wire.cap(str(error), 4000), "traceback": text}
 
 
 def _plain(value, depth: int = 0) -> bool:
     if value is None or type(value) in (bool, int, float, str):
         return True
     return type(value) in (tuple, list) and depth < 3 and len(value) < 64 and all(_plain(v, depth + 1) for v in value)
-
-
-def _name(obj) -> str:
-    name = getattr(obj, "__qualname__", None) or type(obj).__name__
-    return str(name)[:80]
 
 
 def _torch_class(cls) -> bool:
@@ -323,18 +294,6 @@ def _methods(cls) -> list[str]:
     return sorted(own - {"forward"})
 
 
-def _short_repr(obj) -> str:
-    try:
-        return object.__repr__(obj)[:200]
-    except Exception:
-        return "?"
-
-
-def main() -> None:
-    fd_in, fd_out = int(sys.argv[1]), int(sys.argv[2])
-    sys.stdin = io.StringIO("")
-    Runner(fd_in, fd_out).serve()
-
-
 if __name__ == "__main__":
-    main()
+    sys.stdin = io.StringIO("")
+    Runner(int(sys.argv[1]), int(sys.argv[2])).serve()
