@@ -61,6 +61,8 @@ class Candidate:
     mtime: float | None = None  # the download's time: the notebook keeps it (deadlines.py reads it)
     named: bool = True  # named for its assignment: preferred to the student's other notebooks
     beside: dict[str, bytes] = field(default_factory=dict)  # files written beside it (lms.json, timestamp.txt)
+    name: str = ""  # the path a platform gave it in its download (lms.py)
+    size: int = 0  # its bytes, as its folder or zip says
 
 
 def checked_assignments(assignments: Collection[str]) -> list[str]:
@@ -87,34 +89,24 @@ def size_problem(size: int, cap: int) -> str | None:
 
 
 def member_problem(member: zipfile.ZipInfo, name: str) -> str | None:
-    """Why a zip member is not read ("refused: ..." or "ignored: ..."); "" for a folder; None: read it."""
-    base = name.rsplit("/", 1)[-1]
-    why = path_problem(name) or (None if member.is_dir() else type_problem(member))
-    if why:
-        return f"refused: {why}"
+    """Why a zip member is not read ("refused: ..." or "ignored: ..."); "" for a folder; None: read it. A path that
+    could land outside the folder it is extracted to, a link or other special file, is refused."""
+    base, mode = name.rsplit("/", 1)[-1], member.external_attr >> 16  # Unix mode; 0 from zippers that record none
+    if "\\" in name:  # a separator on Windows: "..\\x" or "C:\\x" there
+        return "refused: a backslash in its path"
+    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
+        return "refused: an absolute path"
+    if ".." in name.split("/"):
+        return "refused: '..' in its path"
     if member.is_dir():
         return ""
+    if stat.S_ISLNK(mode) or stat.S_IFMT(mode) not in (0, stat.S_IFREG):
+        return "refused: a symlink" if stat.S_ISLNK(mode) else "refused: not a regular file"
     if name.startswith("__MACOSX/") or base.startswith("._") or base == ".DS_Store":
         return "ignored: macOS metadata"
     if base.lower().endswith(".zip"):
         return "ignored: a zip inside the zip (not opened)"
     return "refused: encrypted" if member.flag_bits & 0x1 else None
-
-
-def path_problem(name: str) -> str | None:
-    """Why a member's path could land outside the folder it is extracted to, if it could."""
-    if "\\" in name:  # a separator on Windows: "..\\x" or "C:\\x" there
-        return "a backslash in its path"
-    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
-        return "an absolute path"
-    return "'..' in its path" if ".." in name.split("/") else None
-
-
-def type_problem(member: zipfile.ZipInfo) -> str | None:
-    mode = member.external_attr >> 16  # Unix mode; 0 from zippers that record none (Windows)
-    if stat.S_ISLNK(mode):
-        return "a symlink"
-    return "not a regular file" if stat.S_IFMT(mode) not in (0, stat.S_IFREG) else None
 
 
 def describe(e: BaseException) -> str:
@@ -203,7 +195,7 @@ def settle(
                 try:
                     digest = hashlib.sha256(c.read(cap)).hexdigest()
                 except Exception as e:  # damaged, oversized once decompressed, unreadable
-                    problems.append(Problem(c.source, f"refused: {_why(e, 'read')}", student, assignment))
+                    problems.append(Problem(c.source, f"refused: {reason(e, 'read')}", student, assignment))
                     continue
                 if digest not in copies or (c.order or ()) > (copies[digest].order or ()):
                     copies[digest] = c
@@ -224,12 +216,12 @@ def settle(
         try:
             data = winner.read(cap)
         except Exception as e:
-            problems.append(Problem(winner.source, f"refused: {_why(e, 'read')}", student, assignment))
+            problems.append(Problem(winner.source, f"refused: {reason(e, 'read')}", student, assignment))
             continue
         try:
             write_notebook(submitted, winner, data)
         except Exception as e:  # a failed write, or a folder that is a link
-            problems.append(Problem(winner.source, f"refused: {_why(e, 'write')}", student, assignment))
+            problems.append(Problem(winner.source, f"refused: {reason(e, 'write')}", student, assignment))
         else:
             collected.append(Collected(student, assignment, winner.source))
     done = {(c.student, c.assignment) for c in collected}
@@ -239,7 +231,7 @@ def settle(
     return sorted(collected, key=lambda c: (c.student, c.assignment)), problems
 
 
-def _why(e: Exception, doing: str) -> str:
+def reason(e: Exception, doing: str) -> str:
     return str(e) if isinstance(e, Refused) else f"cannot {doing} it ({describe(e)})"
 
 

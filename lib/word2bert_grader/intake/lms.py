@@ -1,9 +1,8 @@
 """Canvas's and Moodle's downloads and rosters (the formats and the rules: README.md, "Canvas and Moodle").
 
-The roster is the platform's gradebook export (:func:`read_roster`). A download, ``<downloads>/<assignment>/``, holds
-the platform's zip as downloaded or unpacked; each file's owner comes from the platform's name for it (Canvas's user
-id, Moodle's participant id with its grading worksheet), never from its content, and the rules of :mod:`.downloads`
-hold: nothing is extracted, links and escaping paths are refused, a download's limits are each student's.
+A download, ``<downloads>/<assignment>/``, holds the platform's zip as downloaded or unpacked. Each file's owner comes
+from the platform's name for it (Canvas's user id; Moodle's participant id, with its grading worksheet), never from
+its content; the rules of :mod:`.downloads` hold, and a download's limits are each owner's.
 """
 
 from __future__ import annotations
@@ -17,8 +16,8 @@ import re
 import stat
 import unicodedata
 import zipfile
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections import namedtuple
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -35,13 +34,13 @@ MAX_SHEET_BYTES = 20 * 2**20  # a grading worksheet
 # member's name of 65,535 "_1" groups has 32,000 readings, each with its own file name: 20 s and 2 GB).
 MAX_CANVAS_NAME = 1024
 MAX_DEPTH = 4  # folders below an assignment's download folder
-# An assignment's download holds the whole class. Its limits are each owner's (the files the platform names as one
-# student's, or as no one's): one student's thousand uploads cost that student's files, never the class's zip.
-MAX_OWNER_FILES = downloads.MAX_MEMBERS
+MAX_OWNER_FILES = downloads.MAX_MEMBERS  # an owner's files in one download (notebooks first)
 MAX_OWNER_BYTES = downloads.MAX_ARCHIVE_BYTES  # decompressed
 MAX_ENTRIES = 200_000  # files and members of one assignment's download kept (each owner's within their limits)
 MAX_CLASS_ZIP_BYTES = 32 * 2**30  # the platform's zip itself (read a member at a time, each within its own limit)
 SEVERAL_USERS = "several users"  # the owner of every Canvas name that reads as several (collected for none)
+CanvasName = namedtuple("CanvasName", "name late user attachment file")  # user: an id or "anon_<id>"
+MoodleName = namedtuple("MoodleName", "name participant plugin file")  # file: the path in the participant's folder
 
 
 @dataclass(frozen=True)
@@ -65,31 +64,29 @@ class Roster:
         return {p.student for p in self.people}
 
     def find(self, column: str, value: str) -> list[Person]:
-        """The people whose ``column`` (an identity column, or "name") is ``value``, compared as people read names:
-        composed Unicode, case and spacing ignored."""
+        """The people whose ``column`` (an identity column, or "name") is ``value``, as people read names."""
         key = _folded(value)
-        found = (p for p in self.people if _folded(p.name if column == "name" else p.identity.get(column, "")) == key)
-        return list(found) if key else []
+        return [
+            p for p in self.people if key and _folded(p.name if column == "name" else p.identity.get(column, "")) == key
+        ]
 
 
 def read_roster(path: Path, lms: str, id_column: str) -> Roster:
-    """The roster of an LMS's gradebook export (the instructor's file: a row without a usable id is said and left
-    out); every problem is in ``Roster.problems`` (never raises)."""
+    """The roster of an LMS's gradebook export (the instructor's: a row without a usable id is said and left out);
+    every problem is in ``Roster.problems``."""
     roster, shown = Roster(lms), f"roster {path.name}"
     try:
-        if not path.is_file():  # the instructor's file: one plain check (a FIFO would be waited on for ever)
+        if not path.is_file():  # one plain check (a FIFO would be waited on for ever)
             raise ValueError("not a file")
         rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig"), newline="")))
     except (OSError, UnicodeError, ValueError, csv.Error) as error:
         roster.problems.append(f"{shown} cannot be read ({type(error).__name__}: {error})")
         return roster
-    if not rows:
-        roster.problems.append(f"{shown} is empty")
-        return roster
-    roster.header = header = [h.strip() for h in rows[0]]
+    roster.header = header = [h.strip() for h in rows[0]] if rows else []
     missing = sorted(({id_column, "ID"} if lms == "canvas" else {id_column}) - set(header))
-    if missing:
-        roster.problems.append(f"{shown} is not {lms.capitalize()}'s gradebook export: no column {', '.join(missing)}")
+    if not rows or missing:
+        what = f"is not {lms.capitalize()}'s gradebook export: no column {', '.join(missing)}" if rows else "is empty"
+        roster.problems.append(f"{shown} {what}")
         return roster
     for number, row in enumerate(rows[1:], start=2):
         values = dict(zip(header, (cell.strip() for cell in row), strict=False))
@@ -109,7 +106,7 @@ def read_roster(path: Path, lms: str, id_column: str) -> Roster:
 
 
 def _folded(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFC", text).casefold().split())
+    return " ".join(unicodedata.normalize("NFC", text).casefold().split())  # composed Unicode, case and spaces aside
 
 
 @dataclass(frozen=True)
@@ -125,20 +122,10 @@ class Record:
 
     @classmethod
     def read(cls, folder: Path) -> Record | None:
-        try:
+        with contextlib.suppress(OSError, ValueError, TypeError):
             data = json.loads((folder / LMS_RECORD).read_text(encoding="utf-8"))
             return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
-        except (OSError, ValueError, TypeError):
-            return None
-
-
-@dataclass(frozen=True)
-class CanvasName:
-    name: str  # Canvas's sanitized sortable name ("" under anonymous grading)
-    late: bool
-    user: str  # the user id, or "anon_<id>"
-    attachment: str
-    file: str  # the file's name as uploaded (with Canvas's "-1" for a re-upload)
+        return None
 
 
 def canvas_readings(base: str) -> list[CanvasName]:
@@ -170,8 +157,8 @@ def canvas_users(base: str) -> list[str]:
 
 
 def canvas_owner(name: str) -> str | None:
-    """Whose a download's limits count it as: its user; every name that reads as several users is counted for none of
-    them (whose notebooks it would crowd out): all together; None: no Canvas name."""
+    """Whose limits a file counts against: its user's; a name that reads as several users is counted for none of
+    them (whose notebooks it would crowd out), all such together; None: no Canvas name."""
     users = canvas_users(name.rsplit("/", 1)[-1])
     return SEVERAL_USERS if len(users) > 1 else next(iter(users), None)
 
@@ -180,12 +167,11 @@ def all_digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-def _canvas(assignment: str, entries, roster: Roster | None, course: Course, folder: Path):
-    found, problems = [], []
+def _canvas(assignment: str, entries: list[Candidate], roster: Roster | None, course: Course, folder: Path):
+    found, problems, people = [], [], roster.people if roster is not None else []
     for entry in entries:
         base = entry.name.rsplit("/", 1)[-1]
         parsed, users = parse_canvas(base), canvas_users(base)
-        people = roster.people if roster is not None else []
         person = next((p for p in people if parsed and p.lms_id == parsed.user), None)
         if parsed is None:
             why = "ignored: not named as Canvas names downloads (name_ID_ID_file)"
@@ -194,27 +180,17 @@ def _canvas(assignment: str, entries, roster: Roster | None, course: Course, fol
         elif parsed.user.startswith("anon_"):
             why = "not collected: anonymous grading hides whose it is (kept in the downloads)"
         elif len(users) > 1:  # another user's ids in a part of the student's choosing: neither reading can be trusted
-            why = (
-                f"not collected: the name reads as Canvas users {' and '.join(users)} (a display name or a file name "
-                "holding another user's ids; kept in the downloads: grade it by hand)"
-            )
+            why = f"not collected: the name reads as Canvas users {' and '.join(users)} (a display name or a file name "
+            why += "holding another user's ids; kept in the downloads: grade it by hand)"
         elif people and person is None:
             why = f"not collected: Canvas user {parsed.user} is on no roster row (kept in the downloads)"
         else:
             student = person.student if person else f"canvas-{parsed.user}"  # no usable roster: Canvas's id, said so
             record = Record("canvas", entry.source, parsed.user, parsed.name, parsed.attachment, parsed.late)
-            found.append(_candidate(student, assignment, entry, parsed.file, (int(parsed.attachment),), record))
+            found.append(_owned(entry, student, assignment, parsed.file, (int(parsed.attachment),), record))
             continue
         problems.append(Problem(entry.source, why))
     return found, problems
-
-
-@dataclass(frozen=True)
-class MoodleName:
-    name: str  # the participant's full name ("Participant" under blind marking)
-    participant: str
-    plugin: str  # "file", "onlinetext", ...
-    file: str  # the path inside the participant's folder
 
 
 def parse_moodle(path: str) -> MoodleName | None:
@@ -230,8 +206,7 @@ def parse_moodle(path: str) -> MoodleName | None:
 
 
 def moodle_owner(path: str) -> str | None:
-    parsed = parse_moodle(path)
-    return parsed.participant if parsed is not None else None
+    return getattr(parse_moodle(path), "participant", None)
 
 
 def _worksheets(folder: Path, course: Course) -> tuple[dict[str, tuple[dict, datetime | None]], list[Problem]]:
@@ -247,13 +222,15 @@ def _worksheets(folder: Path, course: Course) -> tuple[dict[str, tuple[dict, dat
             if not rows or "Identifier" not in rows[0]:
                 raise downloads.Refused("not Moodle's grading worksheet (no Identifier column)")
         except Exception as e:
-            why = str(e) if isinstance(e, downloads.Refused) else f"cannot read it ({downloads.describe(e)})"
-            problems.append(Problem(shown, f"ignored: {why}"))
+            problems.append(Problem(shown, f"ignored: {downloads.reason(e, 'read')}"))
             continue
         for number, row in enumerate(rows, start=2):
             ident = re.search(r"([0-9]+)\s*$", str(row.get("Identifier") or ""))
             stamp = str(row.get("Last modified (submission)") or "").strip()
-            when = next((t for form in MOODLE_TIME_FORMATS if (t := _time(stamp, form, course))), None)
+            when = None
+            for form in MOODLE_TIME_FORMATS:
+                with contextlib.suppress(ValueError):
+                    when = when or datetime.strptime(stamp, form).replace(tzinfo=course.timezone)
             if ident is None:
                 problems.append(Problem(shown, f"line {number}: no participant id in {row.get('Identifier')!r}"))
                 continue
@@ -261,34 +238,20 @@ def _worksheets(folder: Path, course: Course) -> tuple[dict[str, tuple[dict, dat
                 problems.append(
                     Problem(shown, f"line {number}: cannot read the time {stamp!r}: the file's time is used")
                 )
-            sheets[ident[1]] = (
-                {k: str(v).strip() for k, v in row.items() if isinstance(k, str) and isinstance(v, str)},
-                when,
-            )
+            identity = {k: str(v).strip() for k, v in row.items() if isinstance(k, str) and isinstance(v, str)}
+            sheets[ident[1]] = (identity, when)
     return sheets, problems
 
 
-def _time(text: str, form: str, course: Course) -> datetime | None:
-    try:
-        return datetime.strptime(text, form).replace(tzinfo=course.timezone)
-    except ValueError:
-        return None
-
-
-def _moodle(assignment: str, entries, roster: Roster | None, course: Course, folder: Path):
-    sheets, problems = _worksheets(folder, course)
-    found = []
+def _moodle(assignment: str, entries: list[Candidate], roster: Roster | None, course: Course, folder: Path):
+    (sheets, problems), found = _worksheets(folder, course), []
     for entry in entries:
         if "/" not in entry.name and entry.name.endswith(".csv"):
             continue  # a worksheet (read above)
         parsed = parse_moodle(entry.name)
         if parsed is None or parsed.plugin != "file" or not parsed.file.endswith(".ipynb"):
-            why = (
-                "ignored: not a notebook"
-                if parsed
-                else "ignored: not in Moodle's download layout (Name_ID_assignsubmission_)"
-            )
-            problems.append(Problem(entry.source, why))
+            layout = "not in Moodle's download layout (Name_ID_assignsubmission_)"
+            problems.append(Problem(entry.source, f"ignored: {'not a notebook' if parsed else layout}"))
             continue
         identity, when = sheets.get(parsed.participant, ({}, None))
         student, why = _moodle_person(parsed, identity, roster, course.lms.id_column)
@@ -296,7 +259,7 @@ def _moodle(assignment: str, entries, roster: Roster | None, course: Course, fol
             problems.append(Problem(entry.source, f"not collected: {why} (kept in the downloads)"))
             continue
         record = Record("moodle", entry.source, parsed.participant, parsed.name)
-        found.append(_candidate(student, assignment, entry, parsed.file, None, record, when))
+        found.append(_owned(entry, student, assignment, parsed.file, None, record, when))
     return found, problems
 
 
@@ -309,35 +272,24 @@ def _moodle_person(parsed: MoodleName, identity: dict, roster: Roster | None, id
             return value, ""
         return None, "no usable roster, and no worksheet row with the student's id"
     for column in ("Email address", "ID number"):
-        people = roster.find(column, identity.get(column, ""))
-        if len(people) == 1:
+        if len(people := roster.find(column, identity.get(column, ""))) == 1:
             return people[0].student, ""
     name = identity.get("Full name", parsed.name)
-    people = roster.find("name", name)
-    if len(people) == 1:
+    if len(people := roster.find("name", name)) == 1:
         return people[0].student, ""
     if people:
         return None, f"{len(people)} roster rows are named {name!r}: put the grading worksheet beside the download"
     return None, f"{name!r} (participant {parsed.participant}) is on no roster row"
 
 
-@dataclass
-class Entry:
-    source: str  # shown: the path under the downloads folder (and ":member")
-    name: str  # the path the LMS gave it, inside its download
-    mtime: float | None
-    read: Callable[[int], bytes]
-    size: int = 0  # bytes (a zip member's once decompressed, as its zip says)
-
-
-def _candidate(student, assignment, entry: Entry, file: str, order, record: Record, when=None) -> Candidate:
-    """The candidate of a notebook whose owner is known, with what the collector writes beside it."""
-    stem = file.rsplit("/", 1)[-1].removesuffix(".ipynb")  # <assignment>.ipynb, or a copy (LMS "-1", browser " (1)")
+def _owned(entry: Candidate, student, assignment, file: str, order, record: Record, when=None) -> Candidate:
+    """An entry whose owner is known, with what the collector writes beside it; named for the assignment where it is
+    ``<assignment>.ipynb`` or a copy of it (a platform's "-1", a browser's " (1)")."""
+    stem = file.rsplit("/", 1)[-1].removesuffix(".ipynb")
     named = re.fullmatch(rf"{re.escape(assignment)}(?:-[0-9]+| \([0-9]+\))?", stem) is not None
     beside = {LMS_RECORD: json.dumps(asdict(record), ensure_ascii=False).encode()}
-    if when is not None:
-        beside[TIMESTAMP] = when.isoformat(sep=" ").encode()
-    return Candidate(student, assignment, entry.source, order, entry.read, entry.mtime, named, beside)
+    beside |= {TIMESTAMP: when.isoformat(sep=" ").encode()} if when else {}
+    return replace(entry, student=student, assignment=assignment, order=order, named=named, beside=beside)
 
 
 def collect(
@@ -364,21 +316,22 @@ def collect(
     return downloads.settle(candidates, problems, Path(submitted), max_member_bytes, copies_once=True)
 
 
-def _entries(folder: Path, cap: int, course: Course, owner) -> tuple[list[Entry], list[Problem]]:
-    """Every file of one assignment's download: plain files (in folders, to MAX_DEPTH) and the members of the LMS's
-    zips at its top; never following a link, never opening a zip inside a zip, nor a student's own zip (one that the
-    LMS's name gives an ``owner``: a student's upload, whose members' names the student chose)."""
+def _entries(folder: Path, cap: int, course: Course, owner) -> tuple[list[Candidate], list[Problem]]:
+    """Every file of one assignment's download, as candidates of no one yet: plain files (in folders, to MAX_DEPTH)
+    and the members of the platform's zips at its top; never following a link, never opening a zip inside a zip, nor
+    a student's own zip (one that the platform's name gives an ``owner``: its members' names are the student's)."""
     entries, problems, read = [], [], {}  # read: (owner, notebook or not) -> how many
 
-    def keep(entry: Entry) -> None:
+    def keep(source: str, name: str, mtime: float | None, reader, size: int) -> None:
         """An owner's files beyond MAX_OWNER_FILES (notebooks and others counted apart) are set aside as they are
         read, so that one student's files, however many, cost no one else theirs."""
-        key = (owner(entry.name), entry.name.endswith(".ipynb"))
+        entry = Candidate("", "", source, None, reader, mtime, name=name, size=size)
+        key = (owner(name), name.endswith(".ipynb"))
         read[key] = read.get(key, 0) + 1
         if read[key] > MAX_OWNER_FILES:
             problems.append(_beyond(entry, key[0]))
         elif len(entries) >= MAX_ENTRIES:
-            problems.append(Problem(entry.source, f"ignored: more than {MAX_ENTRIES} files in one download"))
+            problems.append(Problem(source, f"ignored: more than {MAX_ENTRIES} files in one download"))
         else:
             entries.append(entry)
 
@@ -395,7 +348,7 @@ def _entries(folder: Path, cap: int, course: Course, owner) -> tuple[list[Entry]
             elif not stat.S_ISREG(info.st_mode):
                 problems.append(Problem(source, "refused: not a regular file"))
             elif not child.name.lower().endswith(".zip"):
-                keep(Entry(source, name, info.st_mtime, functools.partial(downloads.read_file, child), info.st_size))
+                keep(source, name, info.st_mtime, functools.partial(downloads.read_file, child), info.st_size)
             elif depth or owner(name) is not None:
                 why = "a zip inside the download" if depth else "a student's uploaded zip"
                 problems.append(Problem(source, f"ignored: {why} (not opened)"))
@@ -415,15 +368,14 @@ def _entries(folder: Path, cap: int, course: Course, owner) -> tuple[list[Entry]
     return [entries[i] for i in sorted(kept)], problems
 
 
-def _beyond(entry: Entry, owner: str | None) -> Problem:
+def _beyond(entry: Candidate, owner: str | None) -> Problem:
     whose = {None: "files named as no one's", SEVERAL_USERS: "files named as several users"}.get(owner)
-    whose = whose or f"user {owner}'s files"
-    limit = f"{MAX_OWNER_FILES} files, {MAX_OWNER_BYTES} bytes"
+    whose, limit = whose or f"user {owner}'s files", f"{MAX_OWNER_FILES} files, {MAX_OWNER_BYTES} bytes"
     return Problem(entry.source, f"ignored: {whose} pass one student's limit in a download ({limit})")
 
 
 def _zip_entries(path: Path, shown: str, cap: int, course: Course, keep) -> list[Problem]:
-    """The LMS's zip's members, each given to ``keep``; returns the problems of the others."""
+    """The platform's zip's members, each given to ``keep``; returns the problems of the others."""
     if path.stat().st_size > MAX_CLASS_ZIP_BYTES:
         return [Problem(shown, f"refused: a zip of more than {MAX_CLASS_ZIP_BYTES} bytes")]
     try:
@@ -443,12 +395,12 @@ def _zip_entries(path: Path, shown: str, cap: int, course: Course, keep) -> list
         if why:
             problems.append(Problem(f"{shown}:{name}", why))
         elif why is None:
-            try:  # a zip's times are local times without a zone: the course's
+            mtime = None
+            with contextlib.suppress(ValueError):  # a zip's times are local times without a zone: the course's
                 mtime = datetime(*member.date_time, tzinfo=course.timezone).timestamp()
-            except ValueError:
-                mtime = None
-            read = functools.partial(downloads.read_member, path, member)
-            keep(Entry(f"{shown}:{name}", name, mtime, read, member.file_size))
+            keep(
+                f"{shown}:{name}", name, mtime, functools.partial(downloads.read_member, path, member), member.file_size
+            )
     return problems
 
 
@@ -465,7 +417,7 @@ def intake(
     root: Path, assignments: list[str], downloads_dir: Path | None, roster: Path | None, lms: str | None, course: Course
 ) -> Intake:
     """Read the roster and collect the downloads, in the LMS's formats (``lms``) or the plain ones."""
-    notes, people, allowed = [], None, None
+    notes, people, allowed, problems = [], None, None, []
     if lms:
         people = read_roster(roster, lms, course.lms.id_column or "") if roster else None
         notes += people.problems if people else [f"no {lms} roster given: every download's owner is taken as is"]
@@ -475,11 +427,8 @@ def intake(
             allowed = downloads.read_roster(roster)
         except (OSError, UnicodeError, ValueError, csv.Error) as error:
             notes.append(f"roster {roster} cannot be read ({error}): every student is graded")
-    problems: list[Problem] = []
-    if downloads_dir is not None:
-        submitted = root / "submitted"
-        if lms:
-            _, problems = collect(downloads_dir.resolve(), submitted, assignments, lms, people, course)
-        else:
-            _, problems = downloads.collect(downloads_dir.resolve(), submitted, assignments, allowed)
+    if downloads_dir is not None and lms:
+        _, problems = collect(downloads_dir.resolve(), root / "submitted", assignments, lms, people, course)
+    elif downloads_dir is not None:
+        _, problems = downloads.collect(downloads_dir.resolve(), root / "submitted", assignments, allowed)
     return Intake(allowed, problems, notes)

@@ -31,17 +31,8 @@ class Mirror:
             # torch's own classes whose forward runs here are bases of the mirror (isinstance holds); any other's
             # forward runs in the sandbox, on a plain module holding its parameters and buffers
             base_cls = getattr(nn, base) if base in LOCAL_MODULES else nn.Module
-            self._classes[key] = type(
-                name,
-                (RemoteModule, base_cls),
-                {
-                    "_w2b_class": h,
-                    "_w2b_handle": h,
-                    "_w2b_session": self.session,
-                    "_w2b_generation": self.session.generation,
-                    "__module__": "student",
-                },
-            )
+            members = {"_w2b_class": h, "_w2b_handle": h, "_w2b_session": self.session, "__module__": "student"}
+            self._classes[key] = type(name, (RemoteModule, base_cls), {**members, "_w2b_generation": key[0]})
         return self._classes[key]
 
     def tree(self, tree, decoder) -> nn.Module:
@@ -53,9 +44,7 @@ class Mirror:
             if type(item) is not list or len(item) != 2 or not handle_ok(item[0]) or type(item[1]) is not dict:
                 raise wire.WireError("a bad module description")
             nodes[item[0]] = item[1]
-        built = {}
-        for h, node in nodes.items():
-            built[h] = self._node(h, node, decoder)
+        built = {h: self._node(h, node, decoder) for h, node in nodes.items()}
         for h, node in nodes.items():
             for child in node.get("children") or []:
                 if type(child) is not list or len(child) != 2 or child[1] not in built:
