@@ -1,8 +1,5 @@
-"""The result cache, ``.grading-cache/``: each result under the hash of its submission, its assignment, its settings
-and the code that decides it (:data:`GRADING_MODULES`, the course library's modules the assignment imports, the
-checkpoints), so that a re-run grades only what changed and an interrupted run resumes; which result is each
-submission's latest, for a regrade of others; and the written answers' texts the grader has recorded. The cache is
-the instructor's (trusted): what does not read as a result is graded again."""
+"""The result cache, ``.grading-cache/``: results by the hash of what decides them, so that a run grades only what
+changed; each submission's latest result, for regrades of others; the written answers' texts already recorded."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Where submissions are graded: pebble's process pool here, or one on each worker of a Dask cluster.
-
-Every submission is graded by :func:`word2bert_grader.remote.harness.grade_in_own_process` in a process of its own
-(one task per process: no state of one submission's tests reaches the next), forked from a server that has imported
-torch. Only a :class:`~word2bert_grader.task.Submission` goes out and its :class:`~word2bert_grader.task.Result` comes
-back. A process that dies is charged to its submission, which is graded again (``ATTEMPTS`` in all, then a failed row);
-one past its submission's wall-clock limit (:func:`deadline`) is killed and its submission gets a failed row.
-"""
+"""Where submissions are graded: pebble's process pool here, or one on each worker of a Dask cluster. One process per
+submission; a death is charged to its submission (graded again, ``ATTEMPTS`` in all); past its wall-clock limit
+(:func:`deadline`) a process is killed and its submission gets a failed row. Only data crosses (README.md)."""
 
 from __future__ import annotations
 

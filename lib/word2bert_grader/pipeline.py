@@ -1,10 +1,5 @@
-"""Release the exercises; autograde a class. This process alone writes what grading produces.
-
-Both run in a course root holding ``nbgrader_config.py`` and ``solutions/``. Each submission is graded in a process of
-its own (:mod:`.executors`), its student code in a sandbox inside that; the workers return data, and this process
-alone writes the gradebook, ``grades.csv``, ``feedback/``, ``autograded/`` and the result cache (:mod:`.cache`). A
-submission that cannot be graded is scored zero with its reason: every submission gets exactly one row.
-"""
+"""Release the exercises; autograde a class (:func:`autograde`). This process alone writes what grading produces:
+the gradebook, ``grades.csv``, ``feedback/``, ``autograded/`` and the cache; every submission gets exactly one row."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What crosses between the pipeline and the processes that grade: a :class:`Submission` out, a :class:`Result` back.
-
-Both are pydantic models: they travel to a local worker, a Dask worker or a subprocess (as JSON) unchanged, and a
-result that comes back from a worker or the cache is validated (strict types, every string valid text) before it is
-kept. This module imports nothing heavy, so the pipeline reads and writes them without loading the harness.
-"""
+"""What crosses between the pipeline and the graders' processes, as pydantic models: a :class:`Submission` out, a
+:class:`Result` back, validated (strict types, valid text) before it is kept. It imports nothing heavy."""
 
 from __future__ import annotations
 
@@ -62,11 +58,8 @@ class Submission(BaseModel):
 
 
 class Result(BaseModel):
-    """What grading one submission gave: scores by test cell, what went wrong, the pages to write.
-
-    Written answers are graded by hand (formgrader): their points (``written``) are counted apart, and the
-    pipeline adds the scores the instructor has given; ``answers`` holds the student's text of each, for that.
-    """
+    """What grading one submission gave: scores by test cell, what went wrong, the pages to write. Written answers
+    are graded by hand: their points are counted apart (``written``), their texts kept (``answers``)."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
 

@@ -1,8 +1,5 @@
-"""``course.toml``: the course's calendar and its learning platform, read once (the format: the instructors' page).
-
-The file is the instructor's (trusted): pydantic checks its types, and what is wrong is said in
-:attr:`Course.problems` and left out, the rest applied, so that a typo never stops a class from being graded.
-"""
+"""``course.toml``, the course's calendar and platform (the format: the instructors' page), checked by pydantic: what
+is wrong is said in :attr:`Course.problems` and left out, the rest applied, so that a typo never stops a grading."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""When a submission came in, how late it was, and what that costs, with nbgrader's late-penalty semantics.
-
-The time of a submission is, in this order: nbgrader's ``timestamp.txt`` in its folder (the collector writes it from
-Moodle's worksheet; an instructor may write one); Canvas's ``LATE`` mark (its download names carry no time); else
-the notebook file's time (the collector gives it the download's). The penalty is nbgrader's ``LateSubmissionPlugin``:
-"none", "zero", or "per_hour" (``round(hours late)`` times the points per hour), at least 0 and at most the score. A
-time in the future (a wrong clock) is said and costs nothing.
-"""
+"""When a submission came in (nbgrader's ``timestamp.txt``, Canvas's LATE mark, else the notebook's time), how late
+it was, and what that costs under nbgrader's late-penalty semantics ("none", "zero", "per_hour")."""
 
 from __future__ import annotations
 

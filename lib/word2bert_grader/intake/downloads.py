@@ -1,8 +1,5 @@
-"""Downloads from a learning platform, collected into ``submitted/<student>/<assignment>/<assignment>.ipynb``: what
-every format shares (reading files and zip members safely, choosing one notebook per student, writing it), and the
-plain format, ``<student>_[attempt_<timestamp>_]<assignment>.ipynb`` or ``<student>_<anything>.zip``. The rules are
-README.md's ("Downloads"); Canvas's and Moodle's formats are :mod:`.lms`'s.
-"""
+"""Downloads collected into ``submitted/<student>/<assignment>/``: what every format shares, and the plain format
+(README.md, "Downloads"; Canvas's and Moodle's are :mod:`.lms`'s)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Canvas's and Moodle's downloads and rosters (the formats and the rules: README.md, "Canvas and Moodle").
-
-A download, ``<downloads>/<assignment>/``, holds the platform's zip as downloaded or unpacked. Each file's owner comes
-from the platform's name for it (Canvas's user id; Moodle's participant id, with its grading worksheet), never from
-its content; the rules of :mod:`.downloads` hold, and a download's limits are each owner's.
-"""
+"""Canvas's and Moodle's downloads and rosters (README.md, "Canvas and Moodle"): each file's owner comes from the
+platform's name for it, never from its content, and a download's limits are each owner's."""
 
 from __future__ import annotations
 

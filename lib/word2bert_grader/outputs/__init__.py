@@ -1,7 +1,5 @@
-"""What goes out: the gradebook, feedback pages, grades.csv and the summary, exports to an LMS, similarity.
-
-Every HTML page is a Jinja2 template in ``templates/``, rendered with autoescape: student text is escaped unless the
-code marks it as cleaned already (bleach's HTML, rendered markdown)."""
+"""What goes out: the gradebook, feedback, grades.csv and the summary, exports, similarity. Every HTML page is a
+Jinja2 template in ``templates/`` with autoescape; only cleaned HTML and rendered markdown come in marked safe."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""What the student and the instructor get back, built by the grader from data alone.
-
-- :func:`page`: the student's feedback, one self-contained HTML page (``templates/feedback.html``, autoescaped): their
-  cells and outputs, each test's verdict and message. Hidden tests appear only as "hidden tests ran here" and their
-  failure message; their source never. Markdown is rendered without raw HTML, HTML outputs are cleaned by bleach,
-  images are PNG data only, and the page has a size cap.
-- :func:`graded_notebook`: the instructor's copy (``autograded/``), with the hidden tests, the outputs as the page
-  shows them and the verdicts, in nbgrader's cell format; formgrader shows it unsanitised, so the student's markdown
-  is there as fenced text.
-"""
+"""What the student and the instructor get back, built from data alone: :func:`page`, the student's feedback (hidden
+tests shown only as "hidden tests ran here" with their message; student text escaped, markdown rendered without
+HTML, HTML outputs cleaned by bleach, images PNG only, a size cap); :func:`graded_notebook`, the instructor's copy,
+in nbgrader's format (formgrader shows it unsanitised: the student's markdown is fenced text there)."""
 
 from __future__ import annotations
 

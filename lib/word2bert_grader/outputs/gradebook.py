@@ -1,9 +1,5 @@
-"""nbgrader's gradebook as the record: rebuilt from ``solutions/`` every run, written by the grader only.
-
-``nbgrader export`` and formgrader read ``gradebook.db``; this module keeps it theirs. The
-assignments (notebooks, cells, points) are registered from the source notebooks on every run. The
-gradebook is the instructor's (trusted: README.md): it gets one check, that it reads as a database.
-"""
+"""nbgrader's ``gradebook.db``, for ``nbgrader export`` and formgrader: the assignments registered from ``solutions/``
+every run, the scores written by this process only. The instructor's file: one check, that it reads."""
 
 from __future__ import annotations
 
@@ -80,15 +76,9 @@ class Recorded:
 
 
 def record(db: Path, results: list[Result], regrade: set[tuple[str, str, str]] = frozenset()) -> Recorded:
-    """Write every result's scores into the gradebook, from this one process.
-
-    The gradebook then says what grades.csv says: a manual score or extra credit on a test cell is
-    reset (every test here is graded by the grader; nothing but a run of it sets a score).
-
-    A written answer is the instructor's to grade, in formgrader: its manual score stays, unless the
-    answer is in ``regrade`` ((student, assignment, grade id): a text not recorded before this run).
-    Returns how many scores were reset and the hand scores of every result's written answers.
-    """
+    """Every result's scores into the gradebook, which then says what grades.csv says: a manual score or extra credit
+    on a test cell is reset. A written answer's hand score stays, unless it is in ``regrade`` ((student, assignment,
+    grade id): a text not recorded before this run). Returns what was reset and every written answer's hand score."""
     from nbgrader.api import Gradebook
 
     recorded = Recorded(0)
@@ -110,9 +100,7 @@ def record(db: Path, results: list[Result], regrade: set[tuple[str, str, str]] =
                         manual[grade.name] = None if r.failure else grade.manual_score
                         continue
                     recorded.reset += grade.manual_score is not None or grade.extra_credit not in (None, 0)
-                    grade.auto_score = r.cells.get(grade.name, 0.0)
-                    grade.manual_score = None
-                    grade.extra_credit = None
+                    grade.auto_score, grade.manual_score, grade.extra_credit = r.cells.get(grade.name, 0.0), None, None
                     grade.needs_manual_grade = False
             gb.db.commit()
     return recorded

@@ -77,20 +77,10 @@ def write_grades(path: Path, results: list[Result], late: dict | None = None, re
             score, max_score, waiting = total(r, recorded)
             lateness = late.get(r.key)
             penalty = lateness.penalty(score) if lateness else 0.0
-            writer.writerow(
-                [
-                    r.student,
-                    r.assignment,
-                    f"{score:g}",
-                    f"{penalty:g}",
-                    f"{score - penalty:g}",
-                    f"{max_score:g}",
-                    "failed" if r.failure else "graded",
-                    printable(r.failure or "; ".join(r.notes)),
-                    f"{waiting:g}",
-                    lateness.describe() if lateness else "",
-                ]
-            )
+            numbers = (score, penalty, score - penalty, max_score)
+            status, reason = "failed" if r.failure else "graded", printable(r.failure or "; ".join(r.notes))
+            late_text = lateness.describe() if lateness else ""
+            writer.writerow([*r.key, *(f"{n:g}" for n in numbers), status, reason, f"{waiting:g}", late_text])
 
 
 def summary(

@@ -1,11 +1,6 @@
-"""Similar answers across a class and against the public solutions: ``make similarity``.
-
-Each student's answer cells are compared with every classmate's and with the solution (the student ``solutions``)
-by copydetect's winnowing fingerprints, as MOSS does: names are replaced, so renamed variables, reordered functions
-and rewritten comments hide nothing. The release's stubs and the course's own cells are boilerplate; fingerprints
-many classmates share are idioms. An index from fingerprints to answers picks the pairs worth comparing, so a class
-is not n²/2 comparisons. Student code is data: read within caps, hashed, never run, shown through autoescape.
-"""
+"""Similar answers across a class and against the public solutions (``make similarity``), by copydetect's winnowing
+fingerprints as MOSS does; boilerplate and idioms left out, an index picks the pairs worth comparing. Student code is
+data here: read within caps, hashed, never run, shown through autoescape."""
 
 from __future__ import annotations
 

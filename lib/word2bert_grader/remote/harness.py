@@ -1,12 +1,8 @@
 """Grade one submission: its code in a sandbox, the tests here, the verdicts from here alone.
 
-:func:`grade` is a pure task, a :class:`~word2bert_grader.task.Submission` in and a
-:class:`~word2bert_grader.task.Result` out, so the same call runs in a local process or on a cluster worker. In
-notebook order, every code cell runs in the sandbox (a test's visible half too: a kernel that passes what the grader
-fails is evidence of tampering), and each test runs here right after, whole, on proxies of the student's names as
-they stand at that place (:mod:`.proxy`). A cell that stops the sandbox costs what depends on it: the sandbox is
-started again and the cells that ran before are replayed. One limit bounds the whole submission.
-"""
+In notebook order every code cell runs in the sandbox (a test's visible half too: a kernel that passes what the
+grader fails is evidence of tampering), and each test runs here right after, whole, on proxies of the student's names
+as they stand there. A cell that stops the sandbox costs what depends on it: the cells before are replayed."""
 
 from __future__ import annotations
 
@@ -143,12 +139,9 @@ def _score(result: Result, records: list[Record], points: dict[str, float]) -> N
 
 
 def grade_in_own_process(task: Submission) -> Result:
-    """:func:`grade`, in a process that grades this one submission and exits (the executors' workers, ``main``).
-
-    The tests run here, on what the student's code returned: a tensor shaped to broadcast into gigabytes
-    in the tests' own arithmetic would take this process down with the machine's memory, and the other
-    submissions in its pool with it. A soft limit on its data (``Limits.grader_mb``) makes such an
-    allocation fail, and the test with it; the sandbox it starts lifts the limit for itself."""
+    """:func:`grade`, in a process that grades this one submission. A result shaped to broadcast into gigabytes in the
+    tests' own arithmetic must fail its test, not take the machine: a soft limit on this process's data
+    (``Limits.grader_mb``), which the sandbox lifts for itself."""
     cap, hard = task.settings.limits.grader_mb * 2**20, resource.getrlimit(resource.RLIMIT_DATA)[1]
     if cap:
         resource.setrlimit(resource.RLIMIT_DATA, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))

@@ -1,9 +1,6 @@
-"""The grader's mirror of a student's ``nn.Module``: a real module, built from the sandbox's description of it
-(``Runner.describe_module``), holding its parameters, buffers, submodules and plain attributes, so that
-``parameters()``, ``eval()``, ``to()``, optimizers and ``isinstance(m, nn.Linear)`` work on it. Its ``forward`` runs
-the student's code in the sandbox on the mirror's current parameters; torch's own layers in it
-(:data:`wire.LOCAL_MODULES`) run here. A description is hostile input: names are checked, nothing is imported or run.
-"""
+"""The grader's mirror of a student's ``nn.Module``: a real module holding its parameters, buffers and submodules,
+whose ``forward`` runs in the sandbox (torch's own layers run here). A description is hostile input: names are
+checked, nothing is imported or run."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""The grader's side of a sandbox: what the student defined, as proxies that tests can call.
+"""The grader's side of a sandbox: what the student defined, as proxies the tests call as if it were here.
 
-A test that calls ``sgns_loss(c, o, n)`` calls a :class:`RemoteFunction`: the arguments go to the sandbox as data,
-the student's function runs there, and what comes back is rebuilt as plain values by :mod:`wire`. What a test
-expects of an ordinary call still holds: arguments changed in place are changed here too; the global random state is
-sent with every call (never taken back); gradients flow (:class:`_RemoteCall` is one node of the grader's autograd
-graph); a student ``nn.Module`` is mirrored by a real module (:mod:`.mirror`); the student's exception is raised
-here as its built-in type, and a crash or a time-out is a :class:`SandboxFailure`, which ``except Exception``
-cannot catch.
-"""
+Arguments go as data and what comes back is rebuilt by :mod:`wire`; changes in place come back, the global random
+state is sent (never taken back), gradients flow (:class:`_RemoteCall`), modules are mirrored (:mod:`.mirror`), the
+student's exception is raised as its built-in type, and a crash or time-out is a :class:`SandboxFailure`."""
 
 from __future__ import annotations
 

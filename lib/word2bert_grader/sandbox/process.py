@@ -1,9 +1,5 @@
-"""One confined process per submission: ``runner.py`` under bubblewrap, in a cgroup, behind two pipes.
-
-What confines it is README.md's first boundary; its parts are :mod:`.bwrap` (the limits, the uid, bubblewrap's command
-line), :mod:`.seccomp`, :mod:`.cgroups` and :mod:`.launch`. The grader talks to it one :mod:`.wire` frame per message,
-with a deadline on every reply; nothing it sends back is trusted (:mod:`word2bert_grader.remote.proxy`).
-"""
+"""One confined process per submission: ``runner.py`` under bubblewrap (:mod:`.bwrap`, :mod:`.seccomp`, :mod:`.launch`)
+in a cgroup (:mod:`.cgroups`), behind two pipes, one :mod:`.wire` frame per message with a deadline on each reply."""
 
 from __future__ import annotations
 

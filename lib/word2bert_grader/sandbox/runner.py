@@ -1,9 +1,5 @@
-"""The sandbox side: runs a student's cells, and calls into what they defined, on request.
-
-Started inside bubblewrap as ``python runner.py IN_FD OUT_FD``, it answers each request of the grader (one
-:class:`wire.Op` frame) with ``op_<name>``. Everything in this process is the student's to change, this file
-included: the grader trusts none of it, reads what comes back as data, and scores with its own code.
-"""
+"""The sandbox side: runs a student's cells and calls into what they defined, answering each request of the grader
+(a :class:`wire.Op`) with ``op_<name>``. Everything here is the student's to change: the grader trusts none of it."""
 
 from __future__ import annotations
 
@@ -206,23 +202,17 @@ class Runner:
             h = self.handle_of(m)
             cls = type(m)
             local = cls.__name__ if _torch_class(cls) and cls.__name__ in LOCAL_MODULES else None
+            encode = self.encoder.encode
             attrs = {
-                k: self.encoder.encode(v)
-                for k, v in vars(m).items()
-                if not k.startswith("_") and k != "training" and _plain(v)
+                k: encode(v) for k, v in vars(m).items() if not k.startswith("_") and k != "training" and _plain(v)
             }
-            nodes[h] = {
-                "name": cls.__name__,
-                "builtin": local,
-                "training": m.training,
-                "params": {n: self.encoder.encode(p) for n, p in m._parameters.items() if p is not None},
-                "buffers": {n: self.encoder.encode(b) for n, b in m._buffers.items() if b is not None},
-                "base": _torch_base(cls),
-                "class": None if local else self.handle_of(cls),  # any other class's forward runs here
-                "attrs": attrs,
-                "children": [[n, self.handle_of(c)] for n, c in m._modules.items() if c is not None],
-                "methods": _methods(cls),
-            }
+            params = {n: encode(p) for n, p in m._parameters.items() if p is not None}
+            buffers = {n: encode(b) for n, b in m._buffers.items() if b is not None}
+            children = [[n, self.handle_of(c)] for n, c in m._modules.items() if c is not None]
+            nodes[h] = dict(name=cls.__name__, builtin=local, training=m.training, params=params, buffers=buffers)
+            # any other class's forward runs here
+            nodes[h].update(base=_torch_base(cls), attrs=attrs, children=children, methods=_methods(cls))
+            nodes[h]["class"] = None if local else self.handle_of(cls)
         return {"root": self.handle_of(module), "nodes": [[h, node] for h, node in nodes.items()]}
 
     def handle_of(self, obj) -> int:

@@ -56,10 +56,7 @@ LOCAL_MODULES = frozenset(
     "Linear Bilinear Identity Dropout Dropout1d Dropout2d Dropout3d AlphaDropout LayerNorm Embedding ReLU GELU Tanh "
     "Sigmoid SiLU Softmax LogSoftmax LeakyReLU ELU Softplus Flatten Sequential ModuleList ModuleDict".split()
 )
-_DTYPES = {
-    name: getattr(torch, name)
-    for name in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
-}
+_DTYPES = {n: getattr(torch, n) for n in "float64 float32 float16 bfloat16 int64 int32 int16 int8 uint8 bool".split()}
 
 
 class WireError(Exception):
@@ -183,11 +180,8 @@ def read_frame(read_exactly, max_bytes: int) -> tuple[dict, dict[str, torch.Tens
 
 
 class Decoder:
-    """Rebuilds plain values; ``handle(spec)`` turns a handle into the caller's proxy (None: refuse).
-
-    ``grad``: tensors marked as needing gradients come back as leaves that require them (the sandbox
-    side, where the student's function is differentiated); the grader reads the marks itself.
-    """
+    """Rebuilds plain values; ``handle(spec)`` turns a handle into the caller's proxy (None: refuse). ``grad``: tensors
+    marked as needing gradients come back as leaves that require them (the sandbox side differentiates)."""
 
     def __init__(self, tensors: dict[str, torch.Tensor], handle=None, grad: bool = False, arguments=(), sizes=()):
         self.tensors = tensors
