@@ -3,7 +3,6 @@ changed; each submission's latest result, for regrades of others; the written an
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import json
@@ -12,7 +11,6 @@ from pathlib import Path
 
 import word2bert
 import word2bert_grader
-from word2bert_grader.assignment import Assignment, text
 from word2bert_grader.task import Result, Submission
 
 CACHE = ".grading-cache"
@@ -25,51 +23,21 @@ GRADING_MODULES = (
 )
 
 
-def grader_version(assignment: Assignment) -> str:
-    """A hash of the code that decides a grade of ``assignment``: the grader's grading modules, the modules of the
-    course library that its source notebook imports, and the checkpoints. A change to one library module regrades
-    only the assignments whose tests use it."""
-    return _version("\n".join(text(c.get("source")) for c in assignment.cells))
-
-
 @functools.cache
-def _version(code: str) -> str:
+def grader_version() -> str:
+    """A hash of the code that decides a grade: the grader's grading modules, and the course library with its
+    checkpoints (the tests import it; any change of it regrades every assignment)."""
     hashed, folder, library = hashlib.sha256(), Path(word2bert_grader.__file__).parent, Path(word2bert.__file__).parent
-    for module in GRADING_MODULES:
-        hashed.update(module.encode() + (folder / f"{module}.py").read_bytes())
-    for path in sorted(_library_files(library, code)):
-        hashed.update(str(path.relative_to(library)).encode() + path.read_bytes())
+    files = sorted(
+        p for p in library.rglob("*") if p.suffix in (".py", ".safetensors", ".json") and "__pycache__" not in p.parts
+    )
+    for path in [*(folder / f"{module}.py" for module in GRADING_MODULES), *files]:
+        hashed.update(str(path.relative_to(path.parents[1])).encode() + path.read_bytes())
     return hashed.hexdigest()
 
 
-def _library_files(library: Path, code: str) -> set[Path]:
-    """The library's files ``code`` depends on: the modules it imports, transitively, with their packages'
-    ``__init__``, and every checkpoint (weights are loaded by name at run time)."""
-    found = {p for p in library.rglob("*") if p.suffix in (".safetensors", ".json") and "__pycache__" not in p.parts}
-    found.add(library / "__init__.py")
-    todo = [(code, [])]  # source, and its module's package as parts ("word2bert", "data")
-    while todo:
-        source, package = todo.pop()
-        try:
-            nodes = list(ast.walk(ast.parse(source)))
-        except SyntaxError:
-            continue
-        names = [a.name for n in nodes if isinstance(n, ast.Import) for a in n.names]
-        for n in (n for n in nodes if isinstance(n, ast.ImportFrom)):
-            module = ".".join((package[: len(package) - n.level + 1] if n.level else []) + [n.module or ""]).strip(".")
-            names += [module, *(f"{module}.{a.name}" for a in n.names)]
-        for parts in (name.split(".") for name in names if name.split(".")[0] == "word2bert"):
-            for k in range(2, len(parts) + 1):
-                base = library.joinpath(*parts[1:k])
-                for path, inside in ((base.with_suffix(".py"), parts[: k - 1]), (base / "__init__.py", parts[:k])):
-                    if path.is_file() and path not in found:
-                        found.add(path)
-                        todo.append((path.read_text(encoding="utf-8"), inside))
-    return found
-
-
 def cache_key(task: Submission) -> str:
-    digest = hashlib.sha256(grader_version(task.assignment).encode())
+    digest = hashlib.sha256(grader_version().encode())
     for part in (task.student, task.assignment.name, task.assignment.digest, task.settings.model_dump_json()):
         digest.update(hashlib.sha256(part.encode()).digest())
     digest.update(hashlib.sha256(task.notebook).digest())

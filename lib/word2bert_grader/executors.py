@@ -45,20 +45,15 @@ def pool(workers: int) -> ProcessPool:
 
 
 def _exit_with(owner: int) -> None:
-    """In each pool process: exit when the process that owns the pool is gone (``make autograde`` or a Dask worker,
-    killed), instead of waiting for its next task for ever."""
+    """In each pool process: exit when the pool's owner (``make autograde``, a Dask worker) is gone, killed, rather
+    than grade on for no one."""
     try:
         handle = os.pidfd_open(owner)
     except ProcessLookupError:
         os._exit(1)
     except (AttributeError, OSError):  # not Linux 5.3 or later: the owner's shutdown has to do
         return
-
-    def watch() -> None:
-        select.select([handle], [], [])  # readable once the owner has exited
-        os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-owner", daemon=True).start()
+    threading.Thread(target=lambda: select.select([handle], [], []) and os._exit(1), daemon=True).start()
 
 
 def _outcome(future, task: Submission, limit: float) -> Result | None:

@@ -68,19 +68,13 @@ def run_all(root: Path, tasks: list[Submission], jobs: int, scheduler: str | Non
     """Grade every task (cached results first); returns the results and how many came from the cache."""
     from tqdm.auto import tqdm
 
-    results, todo = [], {}
     keys = {task.key: cache.cache_key(task) for task in tasks}
-    for task in tasks:
-        hit = cache.cached(root, keys[task.key])
-        if hit is not None and hit.key == task.key:
-            results.append(hit)
-        else:
-            todo[task.key] = task
-    reused = len(results)
+    hits = {task.key: cache.cached(root, keys[task.key]) for task in tasks}
+    results = [hit for key, hit in hits.items() if hit is not None and hit.key == key]
+    todo = {task.key: task for task in tasks if hits[task.key] is None or hits[task.key].key != task.key}
+    reused, tasks, failures = len(results), list(todo.values()), 0
     cache.remember_latest(root, keys)
-    tasks = list(todo.values())
     run = executors.cluster(tasks, scheduler) if scheduler else executors.local(tasks, jobs)
-    failures = 0
     with tqdm(total=len(tasks) + reused, initial=reused, desc="autograde", unit="submission", disable=None) as bar:
         for result in run:
             task = todo[result.key]
@@ -157,8 +151,6 @@ def autograde(request: AutogradeRequest) -> list[Result]:
     reports.write_grades(root / "grades.csv", results, late, recorded)
     print(printable(reports.summary(results, request.unsafe, ignored, reused, notes, recorded)))
     if recorded.reset:
-        print(
-            f"\ngradebook.db held {recorded.reset} manual score(s) or extra credit on test cells that the grader did "
-            "not set: reset, so that the gradebook says what grades.csv says"
-        )
+        reset = f"{recorded.reset} manual score(s) or extra credit on test cells that the grader did not set"
+        print(f"\ngradebook.db held {reset}: reset, so that the gradebook says what grades.csv says")
     return results

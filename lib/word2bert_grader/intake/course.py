@@ -40,22 +40,19 @@ class LmsSettings(BaseModel):
 
 def _zone(name: str) -> str:
     try:
-        ZoneInfo(name)
+        return ZoneInfo(name).key
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError("not an IANA time zone name") from None
-    return name
 
 
 def _moment(value: Any) -> datetime | date:
-    if not isinstance(value, date):
-        raise ValueError("not a date-time")
-    return value
+    if isinstance(value, date):  # TOML's date-times and dates
+        return value
+    raise ValueError("not a date-time")
 
 
 def _extension(value: Any) -> float | datetime | date:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 24 * 366:
-        return value
-    if isinstance(value, date):
+    if isinstance(value, date) or (type(value) in (int, float) and 0 <= value < 24 * 366):  # hours more
         return value
     raise ValueError("neither hours nor a date-time")
 

@@ -222,8 +222,7 @@ class Decoder:
                 raise WireError(f"a result that names its arguments for more than {MAX_REFERENCED:,} values")
             return self.arguments[n]
         if "$list" in value:
-            made = [self.decode(v, depth + 1) for v in _items(value["$list"])]
-            self.containers.append(made)
+            self.containers.append(made := [self.decode(v, depth + 1) for v in _items(value["$list"])])
             return made
         if "$tuple" in value:
             return tuple(self.decode(v, depth + 1) for v in _items(value["$tuple"]))
@@ -237,8 +236,7 @@ class Decoder:
                     raise WireError(f"a dict key of type {type(key).__name__}")
                 pairs.append((key, self.decode(pair[1], depth + 1)))
             distinct_hashes([key for key, _ in pairs])
-            made = dict(pairs)
-            self.containers.append(made)
+            self.containers.append(made := dict(pairs))
             return made
         if "$tensor" in value:
             t = self.tensor(value["$tensor"])
@@ -247,26 +245,16 @@ class Decoder:
             return t
         if "$size" in value:
             return torch.Size([_int(d) for d in _items(value["$size"])])
-        if "$dtype" in value:
-            if value["$dtype"] not in _DTYPES:
-                raise WireError(f"unknown dtype {str(value['$dtype'])[:40]!r}")
-            return _DTYPES[value["$dtype"]]
-        if "$device" in value:
-            if value["$device"] not in ("cpu",):
-                raise WireError(f"unknown device {str(value['$device'])[:40]!r}")
-            return torch.device("cpu")
+        for tag, known in (("$dtype", _DTYPES), ("$device", {"cpu": torch.device("cpu")})):
+            if tag in value and value[tag] in known:
+                return known[value[tag]]
+            if tag in value:
+                raise WireError(f"unknown {tag[1:]} {str(value[tag])[:40]!r}")
         if "$random" in value:
-            state = _items(value["$random"])
-            if len(state) != 3:
-                raise WireError("a random.Random state has three parts")
-            rng = random.Random()
             try:
-                rng.setstate(
-                    (
-                        _int(state[0]),
-                        tuple(_int(v) for v in _items(state[1])),
-                        None if state[2] is None else float(state[2]),
-                    )
+                version, internal, gauss = _items(value["$random"])
+                (rng := random.Random()).setstate(
+                    (_int(version), tuple(_int(v) for v in _items(internal)), None if gauss is None else float(gauss))
                 )
             except (ValueError, TypeError, OverflowError) as error:
                 raise WireError(f"bad random.Random state ({error})") from None
