@@ -1,7 +1,5 @@
 """``python -m word2bert_grader release|autograde|export|similarity``: the make targets' commands."""
 
-from __future__ import annotations
-
 import argparse
 import json
 from pathlib import Path

@@ -1,8 +1,6 @@
 """The result cache, ``.grading-cache/``: results by the hash of what decides them, so that a run grades only what
 changed; each submission's latest result, for regrades of others; the written answers' texts already recorded."""
 
-from __future__ import annotations
-
 import functools
 import hashlib
 import json

@@ -2,8 +2,6 @@
 submission; a death is charged to its submission (graded again, ``ATTEMPTS`` in all); past its wall-clock limit
 (:func:`deadline`) a process is killed and its submission gets a failed row. Only data crosses (README.md)."""
 
-from __future__ import annotations
-
 import json
 import multiprocessing
 import os

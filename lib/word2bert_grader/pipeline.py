@@ -1,8 +1,6 @@
 """Release the exercises; autograde a class (:func:`autograde`). This process alone writes what grading produces:
 the gradebook, ``grades.csv``, ``feedback/``, ``autograded/`` and the cache; every submission gets exactly one row."""
 
-from __future__ import annotations
-
 import os
 import sys
 import tempfile

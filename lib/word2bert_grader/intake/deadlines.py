@@ -1,8 +1,6 @@
 """When a submission came in (nbgrader's ``timestamp.txt``, Canvas's LATE mark, else the notebook's time), how late
 it was, and what that costs under nbgrader's late-penalty semantics ("none", "zero", "per_hour")."""
 
-from __future__ import annotations
-
 import json
 import os
 from dataclasses import dataclass

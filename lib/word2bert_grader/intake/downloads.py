@@ -1,8 +1,6 @@
 """Downloads collected into ``submitted/<student>/<assignment>/``: what every format shares, and the plain format
 (README.md, "Downloads"; Canvas's and Moodle's are :mod:`.lms`'s)."""
 
-from __future__ import annotations
-
 import contextlib
 import csv
 import functools

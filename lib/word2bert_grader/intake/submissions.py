@@ -1,8 +1,6 @@
 """The submissions on disk, ``submitted/<student>/<assignment>/<assignment>.ipynb``: found and read, never through a
 link and within a size cap, for grading (:mod:`word2bert_grader.pipeline`) and for the similarity report."""
 
-from __future__ import annotations
-
 import os
 from collections.abc import Collection
 from pathlib import Path

@@ -1,8 +1,6 @@
 """What goes out: the gradebook, feedback, grades.csv and the summary, exports, similarity. Every HTML page is a
 Jinja2 template in ``templates/`` with autoescape; only cleaned HTML and rendered markdown come in marked safe."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import jinja2

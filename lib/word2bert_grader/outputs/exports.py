@@ -1,7 +1,5 @@
 """Grades and feedback pages back to Canvas and Moodle, in their import formats (see :mod:`intake.lms`)."""
 
-from __future__ import annotations
-
 import csv
 import io
 import os

@@ -3,8 +3,6 @@ tests shown only as "hidden tests ran here" with their message; student text esc
 HTML, HTML outputs cleaned by bleach, images PNG only, a size cap); :func:`graded_notebook`, the instructor's copy,
 in nbgrader's format (formgrader shows it unsanitised: the student's markdown is fenced text there)."""
 
-from __future__ import annotations
-
 import base64
 import binascii
 import json

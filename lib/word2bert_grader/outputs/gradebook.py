@@ -1,8 +1,6 @@
 """nbgrader's ``gradebook.db``, for ``nbgrader export`` and formgrader: the assignments registered from ``solutions/``
 every run, the scores written by this process only. The instructor's file: one check, that it reads."""
 
-from __future__ import annotations
-
 import sqlite3
 import sys
 import tempfile

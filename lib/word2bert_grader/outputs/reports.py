@@ -1,8 +1,6 @@
 """What a grading run writes for the instructor: the feedback pages and graded notebooks, ``grades.csv``, and the
 summary printed at the end."""
 
-from __future__ import annotations
-
 import csv
 import shutil
 from pathlib import Path

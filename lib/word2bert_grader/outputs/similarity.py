@@ -2,8 +2,6 @@
 fingerprints as MOSS does; boilerplate and idioms left out, an index picks the pairs worth comparing. Student code is
 data here: read within caps, hashed, never run, shown through autoescape."""
 
-from __future__ import annotations
-
 import copy
 import csv
 import io

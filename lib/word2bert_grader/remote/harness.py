@@ -4,8 +4,6 @@ In notebook order every code cell runs in the sandbox (a test's visible half too
 grader fails is evidence of tampering), and each test runs here right after, whole, on proxies of the student's names
 as they stand there. A cell that stops the sandbox costs what depends on it: the cells before are replayed."""
 
-from __future__ import annotations
-
 import builtins
 import contextlib
 import io
@@ -37,7 +35,6 @@ class Record:
 
     step: Step
     outputs: list[dict] = field(default_factory=list)  # the sandbox's outputs (student and set-up cells)
-    error: str = ""  # the error the cell raised in the sandbox
     failure: str = ""  # why the cell did not finish (time limit, crash)
     sandbox_passed: bool | None = None  # a test's visible half, run in the student's kernel
     passed: bool | None = None  # a test's trusted verdict
@@ -252,10 +249,8 @@ class _Grader:
                 self.own_seconds += time.monotonic() - started
         self.ran.append(record)
         record.outputs = _outputs(reply.get("outputs"))
-        error = reply.get("error")
-        record.error = _error_text(error) if error else ""
         if step.kind is Kind.TEST:
-            record.sandbox_passed = error is None
+            record.sandbox_passed = reply.get("error") is None
 
     def test(self, record: Record, session: Session, namespace: dict, contract: list[str], bound):
         """One test cell, whole, here; returns when the names were bound (see :meth:`run`)."""
@@ -319,19 +314,14 @@ def _outputs(outputs) -> list[dict]:
         if o.get("type") == wire.Output.STREAM and o.get("name") in ("stdout", "stderr"):
             kept.append({"type": "stream", "name": o["name"], "text": _cap(str(o.get("text", "")))})
         elif o.get("type") == wire.Output.DISPLAY and type(o.get("data")) is dict:
+            shown = ("text/plain", "text/html", "image/png")
             data = {
                 k: _cap(str(v), 2_000_000 if k == "image/png" else MAX_OUTPUT_CHARS)
                 for k, v in o["data"].items()
-                if k in ("text/plain", "text/html", "image/png")
+                if k in shown
             }
             kept.append({"type": "display", "data": data})
     return kept[:50]
-
-
-def _error_text(error) -> str:
-    if type(error) is not dict:
-        return "an error"
-    return _cap(f"{str(error.get('type'))[:100]}: {error.get('message', '')}", 4000)
 
 
 def _cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:

@@ -2,8 +2,6 @@
 whose ``forward`` runs in the sandbox (torch's own layers run here). A description is hostile input: names are
 checked, nothing is imported or run."""
 
-from __future__ import annotations
-
 import re
 
 import torch

@@ -4,8 +4,6 @@ Arguments go as data and what comes back is rebuilt by :mod:`wire`; changes in p
 state is sent (never taken back), gradients flow (:class:`_RemoteCall`), modules are mirrored (:mod:`.mirror`), the
 student's exception is raised as its built-in type, and a crash or time-out is a :class:`SandboxFailure`."""
 
-from __future__ import annotations
-
 import builtins
 import functools
 import random

@@ -1,8 +1,6 @@
 """How a sandbox is confined before its first instruction: what it may use (:class:`Limits`, and the rlimits the
 runner sets on itself), the host uid it runs as, and the command lines of bubblewrap and of :mod:`.launch`."""
 
-from __future__ import annotations
-
 import json
 import os
 import pwd

@@ -1,8 +1,6 @@
 """One confined process per submission: ``runner.py`` under bubblewrap (:mod:`.bwrap`, :mod:`.seccomp`, :mod:`.launch`)
 in a cgroup (:mod:`.cgroups`), behind two pipes, one :mod:`.wire` frame per message with a deadline on each reply."""
 
-from __future__ import annotations
-
 import contextlib
 import os
 import select

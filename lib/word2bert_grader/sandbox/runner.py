@@ -1,8 +1,6 @@
 """The sandbox side: runs a student's cells and calls into what they defined, answering each request of the grader
 (a :class:`wire.Op`) with ``op_<name>``. Everything here is the student's to change: the grader trusts none of it."""
 
-from __future__ import annotations
-
 import io
 import os
 import random

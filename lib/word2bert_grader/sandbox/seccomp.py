@@ -1,7 +1,5 @@
 """The sandbox's seccomp filter: a classic-BPF program for ``bwrap --seccomp``, built from system calls by name."""
 
-from __future__ import annotations
-
 import os
 import struct
 

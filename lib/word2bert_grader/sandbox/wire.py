@@ -3,8 +3,6 @@ and a safetensors blob of the tensors it names, values as tagged JSON (README.md
 unpickles, imports or executes what it reads; every frame from a sandbox is hostile input. This file runs on both
 sides (bound read-only into each sandbox), so it imports nothing of the grader."""
 
-from __future__ import annotations
-
 import json
 import random
 import struct
