@@ -11,11 +11,7 @@ from word2bert_grader.outputs import exports, similarity
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m word2bert_grader",
-        description=pipeline.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = argparse.ArgumentParser(prog="python -m word2bert_grader", description=pipeline.__doc__)
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="course root holding solutions/ (default: .)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("release", help="regenerate exercises/ from solutions/")
@@ -63,9 +59,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         feedback = False if args.no_feedback else set(args.feedback_for) if args.feedback_for else True
         given = ("downloads", "jobs", "timeout", "roster", "scheduler", "lms", "students", "assignments")
-        request = pipeline.AutogradeRequest(
-            root, feedback=feedback, unsafe=args.unsafe_no_sandbox, **{k: getattr(args, k) for k in given}
-        )
+        options = {k: getattr(args, k) for k in given}
+        request = pipeline.AutogradeRequest(root, feedback=feedback, unsafe=args.unsafe_no_sandbox, **options)
         results = pipeline.autograde(request)
         failed, tampered = sum(bool(r.failure) for r in results), sum(bool(r.tampering) for r in results)
         counts = {"submissions": len(results), "failed": failed, "tampering_suspected": tampered}

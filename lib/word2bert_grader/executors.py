@@ -121,13 +121,8 @@ def grade_in_fork(task: Submission) -> Result:
 def _grade_in_subprocess(task: Submission, limit: float) -> Result:
     for _ in range(ATTEMPTS):
         try:
-            run = subprocess.run(
-                [sys.executable, "-m", "word2bert_grader.remote.harness"],
-                input=task.model_dump_json().encode(),
-                capture_output=True,
-                check=False,
-                timeout=limit,
-            )
+            harness = [sys.executable, "-m", "word2bert_grader.remote.harness"]
+            run = subprocess.run(harness, input=task.model_dump_json().encode(), capture_output=True, timeout=limit)
         except subprocess.TimeoutExpired:  # subprocess.run has killed it; its sandbox dies with it
             return overtime(task, limit)
         if run.returncode == 0:

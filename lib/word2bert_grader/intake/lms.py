@@ -231,9 +231,8 @@ def _worksheets(folder: Path, course: Course) -> tuple[dict[str, tuple[dict, dat
                 problems.append(Problem(shown, f"line {number}: no participant id in {row.get('Identifier')!r}"))
                 continue
             if stamp not in ("", "-") and when is None:
-                problems.append(
-                    Problem(shown, f"line {number}: cannot read the time {stamp!r}: the file's time is used")
-                )
+                why = f"cannot read the time {stamp!r}: the file's time is used"
+                problems.append(Problem(shown, f"line {number}: {why}"))
             identity = {k: str(v).strip() for k, v in row.items() if isinstance(k, str) and isinstance(v, str)}
             sheets[ident[1]] = (identity, when)
     return sheets, problems
@@ -394,9 +393,8 @@ def _zip_entries(path: Path, shown: str, cap: int, course: Course, keep) -> list
             mtime = None
             with contextlib.suppress(ValueError):  # a zip's times are local times without a zone: the course's
                 mtime = datetime(*member.date_time, tzinfo=course.timezone).timestamp()
-            keep(
-                f"{shown}:{name}", name, mtime, functools.partial(downloads.read_member, path, member), member.file_size
-            )
+            read = functools.partial(downloads.read_member, path, member)
+            keep(f"{shown}:{name}", name, mtime, read, member.file_size)
     return problems
 
 

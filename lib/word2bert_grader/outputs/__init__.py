@@ -5,11 +5,8 @@ from pathlib import Path
 
 import jinja2
 
-_PAGES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-)
+_TEMPLATES = jinja2.FileSystemLoader(Path(__file__).parent / "templates")
+_PAGES = jinja2.Environment(loader=_TEMPLATES, autoescape=True, undefined=jinja2.StrictUndefined)
 
 
 def render(template: str, **values) -> str:

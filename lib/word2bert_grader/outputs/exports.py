@@ -23,10 +23,8 @@ def read_grades(path: Path) -> tuple[dict[tuple[str, str], Grade], list[str]]:
                 score, late = float(row["score"]), row.get("late") or ""
                 numbers = (float(row.get("raw_score") or score), float(row.get("late_penalty") or 0))
                 grades[row["student"], row["assignment"]] = Grade(score, *numbers, float(row["max_score"]), late)
-            except (KeyError, TypeError, ValueError) as error:
-                problems.append(
-                    f"grades.csv line {number} does not read ({type(error).__name__}: {error}): not exported"
-                )
+            except (KeyError, TypeError, ValueError) as e:
+                problems.append(f"grades.csv line {number} does not read ({type(e).__name__}: {e}): not exported")
     return grades, problems
 
 
@@ -105,11 +103,8 @@ def _feedback_zip(root: Path, path: Path, lms: str, assignment: str, students: l
             if not page.is_file() or page.is_symlink():
                 continue
             record = Record.read(root / "submitted" / student / assignment)
-            if (
-                record is None
-                or record.lms != lms
-                or not (all_digits(record.user) and all_digits(record.attachment or "0"))
-            ):
+            ids = (record.user, record.attachment or "0") if record is not None and record.lms == lms else ("",)
+            if not all(map(all_digits, ids)):
                 missing.append(student)
                 continue
             if lms == "canvas":  # Canvas reads the first two all-digit fields as user and attachment ids

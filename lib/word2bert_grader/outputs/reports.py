@@ -99,13 +99,11 @@ def summary(
 
     failed = [f"{r.student}/{r.assignment}: {r.failure}" for r in results if r.failure]
     section(f"{len(failed)} submission(s) failed to grade (scored 0):", failed)
-    section(
-        "Tampering suspected (the student's kernel passed tests that the grader failed):",
-        [f"{r.student}/{r.assignment}: {'; '.join(r.tampering)}" for r in results if r.tampering],
-    )
+    tampered = [f"{'/'.join(r.key)}: {'; '.join(r.tampering)}" for r in results if r.tampering]
+    section("Tampering suspected (the student's kernel passed tests that the grader failed):", tampered)
     section(
         "Handled while grading:",
-        [f"{'/'.join(r.key)}: {'; '.join(r.notes)}" for r in results if r.notes and not r.failure],
+        [f"{'/'.join(r.key)}: {'; '.join(r.notes)}" for r in results if not r.failure and r.notes],
     )
     section("Downloads not collected:", ignored)
     if reused:

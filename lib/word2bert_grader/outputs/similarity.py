@@ -85,11 +85,11 @@ _PSEUDO_NAMES = re.compile(r"\b(self|cls)\b")
 def _fingerprint(code: str, settings: Settings, boilerplate=()):
     from copydetect import CodeFingerprint
 
-    window = settings.guarantee - settings.noise + 1
-    named = _PSEUDO_NAMES.sub(lambda m: "v" * len(m.group()), code)
-    fingerprint = CodeFingerprint(
-        "answer.py", settings.noise, window, boilerplate, True, "python", fp=io.StringIO(named)
+    window, named = (
+        settings.guarantee - settings.noise + 1,
+        io.StringIO(_PSEUDO_NAMES.sub(lambda m: "v" * len(m[0]), code)),
     )
+    fingerprint = CodeFingerprint("answer.py", settings.noise, window, boilerplate, True, "python", fp=named)
     fingerprint.raw_code = code
     return fingerprint
 
@@ -202,9 +202,7 @@ def run(root: Path, settings: Settings = Settings()) -> Report:
     solutions, boilerplate = {}, {}
     for name, source in sources.items():
         code = answer_code(source, source.cells).split("\n")
-        solutions[name] = "\n".join(
-            line for line in code if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line
-        )
+        solutions[name] = "\n".join(x for x in code if "BEGIN SOLUTION" not in x and "END SOLUTION" not in x)
         release = root / "exercises" / name / f"{name}.ipynb"  # the stubs and the course's other cells: no evidence
         stubs = answer_code(source, read_cells(release.read_bytes()) if release.is_file() else [])
         others = [

@@ -86,12 +86,8 @@ def grade(task: Submission) -> Result:
             result.feedback = feedback.failure_page(result) if failed else feedback.page(result, records, sanitizer)
         result.autograded = feedback.graded_notebook(assignment.cells, records)
     except _Overtime:
-        result.cells, result.score, result.autograded, result.transient = (
-            dict.fromkeys(result.cells, 0.0),
-            0.0,
-            "",
-            True,
-        )
+        result.cells, result.autograded = dict.fromkeys(result.cells, 0.0), ""
+        result.score, result.transient = 0.0, True
         result.failure = f"grading took longer than {limit:g} s in all"  # a loaded machine, perhaps: next run again
         result.feedback = feedback.failure_page(result) if config.feedback else ""
     finally:
@@ -169,9 +165,9 @@ class _Grader:
             if self.restarts > self.config.max_restarts:
                 raise SandboxFailure(f"your code stopped the sandbox {self.restarts} times: nothing more is run")
             if self.replayed >= self.config.replay_seconds:
+                replays = f"running your cells again after each took more than {self.config.replay_seconds:g} s in all"
                 raise SandboxFailure(
-                    f"your code stopped the sandbox {self.restarts} times, and running your cells again after "
-                    f"each took more than {self.config.replay_seconds:g} s in all: nothing more is run"
+                    f"your code stopped the sandbox {self.restarts} times, and {replays}: nothing more is run"
                 )
             if self.sandbox.generation:
                 self.restarts += 1
@@ -183,9 +179,7 @@ class _Grader:
                     limit = self.config.limit(step.grade_id)
                     left = self.config.replay_seconds - self.replayed - (time.monotonic() - began)
                     try:
-                        self.sandbox.request(
-                            {"op": wire.Op.RUN_CELL, "source": _sandboxed(step)}, timeout=min(limit, left)
-                        )
+                        self.sandbox.request({"op": wire.Op.RUN_CELL, "source": _sandboxed(step)}, min(limit, left))
                     except SandboxTimeout:
                         if left >= limit:
                             raise
@@ -226,10 +220,8 @@ class _Grader:
             self.own_cells += 1
             limit = min(limit, self.config.student_seconds - self.own_seconds)
             if self.own_cells > MAX_STUDENT_CELLS or limit <= 0:
-                record.failure = (
-                    f"was not run: your own cells beyond the answers are limited to "
-                    f"{MAX_STUDENT_CELLS} and {self.config.student_seconds:g} s in all"
-                )
+                limits = f"{MAX_STUDENT_CELLS} and {self.config.student_seconds:g} s in all"
+                record.failure = f"was not run: your own cells beyond the answers are limited to {limits}"
                 return
         try:
             if self.sandbox.process is None or self.sandbox.process.poll() is not None:

@@ -36,11 +36,8 @@ class Session:
     """One submission's sandbox, as the tests see it."""
 
     def __init__(self, sandbox: Sandbox, restart=None):
-        self.sandbox = sandbox
+        self.sandbox, self.mirror, self.deadline, self.limit = sandbox, Mirror(self), float("inf"), 0.0
         self.restart = restart  # called to bring a dead sandbox back (re-running the student's cells)
-        self.deadline = float("inf")
-        self.limit = 0.0
-        self.mirror = Mirror(self)
         self._released_calls: list[int] = []
         self._current_decoder = None  # the reply being decoded (module descriptions read tensors from it)
         self._encoding_modules: dict[int, nn.Module] = {}
@@ -82,14 +79,13 @@ class Session:
         found = reply.get("names")
         if type(found) is not dict:
             raise SandboxFailure("the sandbox's reply did not say what your notebook defines")
-        decoder = self._current_decoder = wire.Decoder(tensors, self._proxy)
-        out = {}
-        for name in names:
-            if name in found:
-                try:
-                    out[name] = decoder.decode(found[name])
-                except (wire.WireError, KeyError, TypeError, ValueError) as error:
-                    out[name] = Unreadable(name, str(error))
+        decoder, out = wire.Decoder(tensors, self._proxy), {}
+        self._current_decoder = decoder
+        for name in (n for n in names if n in found):
+            try:
+                out[name] = decoder.decode(found[name])
+            except (wire.WireError, KeyError, TypeError, ValueError) as error:
+                out[name] = Unreadable(name, str(error))
         return out
 
     def call(self, target, method: str | None, args: tuple, kwargs: dict):
@@ -152,10 +148,8 @@ class Session:
             return {"$handle": value._w2b_handle}
         if isinstance(value, (RemoteFunction, RemoteObject)) or getattr(value, "_w2b_class", None):
             return {"$handle": value._w2b_handle}
-        raise TypeError(
-            f"cannot send a {type(value).__name__} (data only: tensors, numbers, strings, lists, "
-            "tuples, dicts, random.Random, torch.Generator, and objects of your own code)"
-        )
+        data = "tensors, numbers, strings, lists, tuples, dicts, random.Random, torch.Generator, objects of your code"
+        raise TypeError(f"cannot send a {type(value).__name__} (data only: {data})")
 
     def _proxy(self, spec: dict):
         h, kind, name = spec.get("$handle"), spec.get("kind"), identifier(spec.get("name"))
@@ -179,11 +173,8 @@ class _Call:
         self.session, self.header, self.tensors = session, header, encoder.tensors
         # the lists and dicts of the arguments, numbered as the sandbox does, and their sizes
         self.arguments, self.sizes = encoder.containers, encoder.sizes
-        self.args, self.kwargs, self.modules = args, kwargs, modules
-        self.inputs, self.params = inputs, params
-        self.result = None
-        self.grad_outputs: list[torch.Tensor] = []
-        self.call_id = None
+        self.args, self.kwargs, self.modules, self.inputs, self.params = args, kwargs, modules, inputs, params
+        self.result, self.grad_outputs, self.call_id = None, [], None
 
     def run(self) -> None:
         session = self.session
@@ -198,13 +189,11 @@ class _Call:
             _write_back(self.args, decoder.decode(reply.get("args")))
             _write_back(self.kwargs, decoder.decode(reply.get("kwargs")))
             session.mirror.refresh(reply.get("modules") or [], decoder)
-        except (wire.WireError, KeyError, TypeError, ValueError, RuntimeError) as error:
-            raise UnreadableFailure(
-                f"what your code returned could not be read by the grader ({str(error)[:200]})"
-            ) from None
-        self.grad_outputs = [
-            t for _, t, marked in wire.tensors_in(self.result, reply.get("result")) if marked and t.is_floating_point()
-        ]
+        except (wire.WireError, KeyError, TypeError, ValueError, RuntimeError) as e:
+            why = f"what your code returned could not be read by the grader ({str(e)[:200]})"
+            raise UnreadableFailure(why) from None
+        marked = wire.tensors_in(self.result, reply.get("result"))
+        self.grad_outputs = [t for _, t, grad in marked if grad and t.is_floating_point()]
         self.call_id = reply.get("call") if type(reply.get("call")) is int else None
 
     def result_with(self, outputs) -> object:
@@ -230,10 +219,8 @@ class _Call:
             for h, n, g in reply.get("params") or []:
                 if (h, n) in keys:
                     found[(h, n)] = None if g is None else decoder.decode(g)
-        except (wire.WireError, TypeError, ValueError) as error:
-            raise UnreadableFailure(
-                f"your code's gradients could not be read by the grader ({str(error)[:200]})"
-            ) from None
+        except (wire.WireError, TypeError, ValueError) as e:
+            raise UnreadableFailure(f"your code's gradients could not be read by the grader ({str(e)[:200]})") from None
         out = []
         for key, t in wanted:
             g = found.get(key)
@@ -315,9 +302,8 @@ def student_exception(error) -> BaseException:
         return SandboxFailure("the sandbox reported an error without saying what it was")
     kinds = [getattr(builtins, str(c), None) for c in error.get("bases") or []]
     kinds = [k for k in kinds if isinstance(k, type) and issubclass(k, Exception) and not issubclass(k, _NEVER)]
-    exception = _exception_class(identifier(error.get("type")), next(iter(kinds), Exception))(
-        str(error.get("message", ""))[:4000]
-    )
+    kind = _exception_class(identifier(error.get("type")), next(iter(kinds), Exception))
+    exception = kind(str(error.get("message", ""))[:4000])
     exception.student_traceback = str(error.get("traceback", ""))[:20_000]
     return exception
 
