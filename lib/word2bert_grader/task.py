@@ -19,10 +19,7 @@ class Settings(BaseModel):
     max_restarts: int = 8
     feedback: bool = True
     student_seconds: float = 120.0  # the time the student's own cells beyond the answers may take together
-    # Replays after restarts, in all: each restart runs again every cell that finished before (each within its own
-    # limit), so without a budget of their own 8 restarts of a notebook of slow cells outlast the whole submission's
-    # limit. Honest cells take seconds: this is many restarts' worth.
-    replay_seconds: float = 240.0
+    replay_seconds: float = 240.0  # replays after restarts, in all (8 of slow cells would outlast the backstop)
 
     def limit(self, grade_id: str | None) -> float:
         return float(self.cell_timeouts.get(grade_id, self.timeout))

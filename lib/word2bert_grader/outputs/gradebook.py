@@ -51,10 +51,8 @@ def check(db: Path) -> None:
     except sqlite3.Error as error:
         damage = [str(error)]
     if damage:
-        raise RefusedGradebook(
-            f"{db} cannot be read as a gradebook ({'; '.join(damage[:3])}). Move it away (keep a copy to inspect) "
-            "and grade again: the grades are rebuilt."
-        )
+        fix = "Move it away (keep a copy to inspect) and grade again: the grades are rebuilt."
+        raise RefusedGradebook(f"{db} cannot be read as a gradebook ({'; '.join(damage[:3])}). {fix}")
 
 
 def prepare(root: Path, names: list[str], db: Path) -> None:

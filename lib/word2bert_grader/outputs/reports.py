@@ -101,10 +101,8 @@ def summary(
     section(f"{len(failed)} submission(s) failed to grade (scored 0):", failed)
     tampered = [f"{'/'.join(r.key)}: {'; '.join(r.tampering)}" for r in results if r.tampering]
     section("Tampering suspected (the student's kernel passed tests that the grader failed):", tampered)
-    section(
-        "Handled while grading:",
-        [f"{'/'.join(r.key)}: {'; '.join(r.notes)}" for r in results if not r.failure and r.notes],
-    )
+    handled = [f"{'/'.join(r.key)}: {'; '.join(r.notes)}" for r in results if not r.failure and r.notes]
+    section("Handled while grading:", handled)
     section("Downloads not collected:", ignored)
     if reused:
         lines += ["", f"{reused} submission(s) unchanged since an earlier run: their results were reused"]

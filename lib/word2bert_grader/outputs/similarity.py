@@ -85,9 +85,9 @@ _PSEUDO_NAMES = re.compile(r"\b(self|cls)\b")
 def _fingerprint(code: str, settings: Settings, boilerplate=()):
     from copydetect import CodeFingerprint
 
-    window, named = (
-        settings.guarantee - settings.noise + 1,
+    named, window = (
         io.StringIO(_PSEUDO_NAMES.sub(lambda m: "v" * len(m[0]), code)),
+        settings.guarantee - settings.noise + 1,
     )
     fingerprint = CodeFingerprint("answer.py", settings.noise, window, boilerplate, True, "python", fp=named)
     fingerprint.raw_code = code

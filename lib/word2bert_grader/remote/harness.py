@@ -166,9 +166,8 @@ class _Grader:
                 raise SandboxFailure(f"your code stopped the sandbox {self.restarts} times: nothing more is run")
             if self.replayed >= self.config.replay_seconds:
                 replays = f"running your cells again after each took more than {self.config.replay_seconds:g} s in all"
-                raise SandboxFailure(
-                    f"your code stopped the sandbox {self.restarts} times, and {replays}: nothing more is run"
-                )
+                why = f"your code stopped the sandbox {self.restarts} times, and {replays}: nothing more is run"
+                raise SandboxFailure(why)
             if self.sandbox.generation:
                 self.restarts += 1
             self.sandbox.start()

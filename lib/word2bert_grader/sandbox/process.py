@@ -211,24 +211,24 @@ class Sandbox:
             self._cgroup = None
 
 
+_UNSAFE = "--unsafe-no-sandbox grades without any confinement (read the instructors' page first)."
+
+
 def check_available(limits: Limits | None = None) -> None:
     """Raise :class:`Unavailable`, naming the cause and the fix, where bubblewrap cannot sandbox."""
     if shutil.which("bwrap") is None:
+        fix = "`make system-deps` (or `sudo apt-get install bubblewrap`)"
         raise Unavailable(
-            "bubblewrap (bwrap) is not installed, and the grader runs every submission in it.\n"
-            "Fix: `make system-deps` (or `sudo apt-get install bubblewrap`). To grade without any "
-            "confinement anyway, pass --unsafe-no-sandbox (read the instructors' page first)."
+            f"bubblewrap (bwrap) is not installed, and every submission runs in it.\nFix: {fix}. {_UNSAFE}"
         )
     uid = bwrap.sandbox_uid()
     cmd = bwrap.launch_command([*bwrap.bwrap_command(limits or Limits(), staged=uid is not None), "/bin/true"], [], uid)
     run = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd="/")
     if run.returncode != 0:
-        raise Unavailable(
-            f"bubblewrap cannot create the sandbox here: {run.stderr.strip()[:300]}\n"
-            "The usual cause is that unprivileged user namespaces are switched off. Fix: "
-            "`sudo sysctl kernel.unprivileged_userns_clone=1` (Debian), "
-            "`sudo sysctl user.max_user_namespaces=15000`, or on Ubuntu 24.04 "
-            "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`; inside a container, run it "
-            "with user namespaces allowed (e.g. docker --security-opt seccomp=unconfined). "
-            "--unsafe-no-sandbox grades without confinement (read the instructors' page first)."
+        fix = (
+            "`sudo sysctl kernel.unprivileged_userns_clone=1` (Debian), `sudo sysctl user.max_user_namespaces=15000`, "
         )
+        fix += "or on Ubuntu 24.04 `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`; in a container, allow "
+        fix += "user namespaces (e.g. docker --security-opt seccomp=unconfined)"
+        why = f"bubblewrap cannot create the sandbox here: {run.stderr.strip()[:300]}\nThe usual cause is that "
+        raise Unavailable(f"{why}unprivileged user namespaces are switched off. Fix: {fix}. {_UNSAFE}")

@@ -29,11 +29,10 @@ class _NoLibrary:
     def find_spec(self, name, path=None, target=None):
         __tracebackhide__ = True  # noqa: F841 (IPython leaves this frame out of the student's traceback)
         if name.split(".")[0] in ("word2bert", "word2bert_grader"):
-            raise ImportError(
-                f"{name} is not available while grading: answers are graded as your own "
-                "code, written with torch, math and random (the tests import the library "
-                "themselves where they need it)"
+            own = (
+                "code, written with torch, math and random (the tests import the library themselves where they need it)"
             )
+            raise ImportError(f"{name} is not available while grading: answers are graded as your own {own}")
         return None
 
 
