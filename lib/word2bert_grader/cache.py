@@ -23,8 +23,7 @@ GRADING_MODULES = (
 
 @functools.cache
 def grader_version() -> str:
-    """A hash of the code that decides a grade: the grader's grading modules, and the course library with its
-    checkpoints (the tests import it; any change of it regrades every assignment)."""
+    """A hash of the code that decides a grade: the grading modules, and the course library with its checkpoints."""
     hashed, folder, library = hashlib.sha256(), Path(word2bert_grader.__file__).parent, Path(word2bert.__file__).parent
     files = sorted(p for p in library.rglob("*") if p.suffix in (".py", ".safetensors", ".json"))
     for path in [*(folder / f"{module}.py" for module in GRADING_MODULES), *files]:
@@ -61,8 +60,7 @@ def latest(root: Path) -> dict[str, str]:
 
 
 def kept(root: Path, tasks: list[Submission]) -> tuple[list[Result], list[str]]:
-    """The results of submissions outside a regrade (STUDENTS=, ASSIGNMENTS=): unchanged ones from the cache,
-    changed ones as they were last graded (said so); those never graded are left out (said so too)."""
+    """The results outside a regrade (STUDENTS=, ASSIGNMENTS=): as last graded, or left out; said so."""
     known, results, notes = latest(root), [], []
     for task in tasks:
         name = "/".join(task.key)
@@ -77,9 +75,7 @@ def kept(root: Path, tasks: list[Submission]) -> tuple[list[Result], list[str]]:
 
 
 def written_to_regrade(root: Path, results: list[Result]) -> set[tuple[str, str, str]]:
-    """The written answers whose text this grader has not recorded before: changed since the last run, or new.
-    A hand score can only be for a text the grader had recorded before it was given, so theirs is void (a score
-    planted in a fresh gradebook does not count either). Records each answer's hash for the next run."""
+    """The written answers whose text is new since the last run (their hand scores are void); recorded now."""
     before = _read(root / CACHE / "written-answers.json")
     before, changed = before if isinstance(before, dict) else {}, set()
     now = dict(before)

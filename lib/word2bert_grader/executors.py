@@ -43,8 +43,7 @@ def pool(workers: int) -> ProcessPool:
 
 
 def _exit_with(owner: int) -> None:
-    """In each pool process: exit when the pool's owner (``make autograde``, a Dask worker) is gone, killed, rather
-    than grade on for no one."""
+    """In each pool process: exit once the pool's owner is gone (killed), rather than grade on for no one."""
     try:
         handle = os.pidfd_open(owner)
     except ProcessLookupError:
@@ -55,8 +54,7 @@ def _exit_with(owner: int) -> None:
 
 
 def _outcome(future, task: Submission, limit: float) -> Result | None:
-    """What a scheduled task gave; None where its process died (it is graded again). The cgroups of a killed
-    process are removed here: its own clean-up never ran."""
+    """What a scheduled task gave; None where its process died (the cgroups it left are removed)."""
     try:
         return future.result()
     except TimeoutError:  # pebble has killed the process; its sandbox died with it
@@ -74,8 +72,7 @@ def _died(task: Submission) -> Result:
 
 
 def local(tasks: list[Submission], jobs: int, grade_one=None) -> Iterator[Result]:
-    """Grade ``tasks``, ``jobs`` at a time, on this machine, with ``grade_one`` (by default
-    :func:`~word2bert_grader.remote.harness.grade_in_own_process`; a test passes a stand-in); results as they come."""
+    """Grade ``tasks``, ``jobs`` at a time, with ``grade_one`` (a test passes a stand-in); results as they come."""
     if grade_one is None:
         from word2bert_grader.remote.harness import grade_in_own_process as grade_one
     limits = [deadline(task) for task in tasks]
@@ -97,10 +94,7 @@ _POOL_LOCK = threading.Lock()
 
 
 def grade_in_fork(task: Submission) -> Result:
-    """On a Dask worker: grade in a process of this worker's pool, as :func:`local` does.
-
-    A worker started by a nanny is daemonic and may not have children: it starts a new interpreter instead (about
-    two seconds more: start workers with ``--no-nanny`` or DASK_DISTRIBUTED__WORKER__DAEMON=False)."""
+    """On a Dask worker: grade in this worker's pool (a daemonic worker may not fork: a new interpreter, 2 s more)."""
     global _POOL
     from word2bert_grader.remote.harness import grade_in_own_process
 

@@ -25,15 +25,12 @@ class Settings(BaseModel):
         return float(self.cell_timeouts.get(grade_id, self.timeout))
 
     def of(self, assignment: Assignment) -> Settings:
-        """These settings for one assignment: only its own cells' time limits, so that a changed limit of another
-        assignment regrades nothing of this one (the settings are part of the cache key)."""
+        """These settings with only this assignment's time limits (another's limit changed regrades nothing here)."""
         ids = {meta(c).get("grade_id") for c in assignment.cells}
         return self.model_copy(update={"cell_timeouts": {k: v for k, v in self.cell_timeouts.items() if k in ids}})
 
     def backstop(self, assignment: Assignment) -> float:
-        """Seconds the whole grading of a submission may take: every source cell's limit twice, the student's own
-        cells' budget, the replays' budget, start-ups and the feedback (student cells cannot stretch it: their count
-        and time are capped, and so are replays and the sizes of what the pages show)."""
+        """Seconds a whole submission may take: every cell's limit twice, the budgets, start-ups and the pages."""
         runs = (Kind.SETUP, Kind.ANSWER, Kind.TEST)
         cells = sum(self.limit(s.grade_id) for s in assignment.plan(assignment.cells).steps if s.kind in runs)
         return 120 + 2 * self.student_seconds + self.replay_seconds + 2 * cells
@@ -55,8 +52,7 @@ class Submission(BaseModel):
 
 
 class Result(BaseModel):
-    """What grading one submission gave: scores by test cell, what went wrong, the pages to write. Written answers
-    are graded by hand: their points are counted apart (``written``), their texts kept (``answers``)."""
+    """What grading one submission gave; written answers' points (``written``) and texts (``answers``) apart."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
@@ -96,8 +92,7 @@ class Result(BaseModel):
 
     @classmethod
     def checked(cls, data) -> Result | None:
-        """The result that ``data`` holds (every string made valid text), or None where it is not one (a damaged
-        or foreign cache entry, a bug of the grader's: the submission is graded again or failed)."""
+        """The result ``data`` holds, its strings made valid text; None where it is not one."""
         try:
             return cls.model_validate(valid_data(data))
         except ValidationError:

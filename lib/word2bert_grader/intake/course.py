@@ -18,8 +18,7 @@ _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=
 
 
 class LatePolicy(BaseModel):
-    """nbgrader's LateSubmissionPlugin: "none", "zero" (a late submission scores 0) or "per_hour" (nbgrader's example
-    plugin: points per hour late, hours rounded)."""
+    """nbgrader's LateSubmissionPlugin: "none", "zero", or "per_hour" (points per hour late, hours rounded)."""
 
     model_config = _STRICT
     method: Literal["none", "zero", "per_hour"] = Field("none", validation_alias="policy")
@@ -76,8 +75,7 @@ class Course:
     problems: list[str] = field(default_factory=list)
 
     def for_lms(self, name: str | None) -> Course:
-        """This course as graded for the LMS ``name`` (the command's ``LMS=``; None: course.toml's): its roster's
-        id column then defaults to that LMS's, also where course.toml names no LMS."""
+        """This course as graded for the command's ``LMS=``: the roster's id column then defaults to that LMS's."""
         return replace(self, lms=self.lms.model_copy(update={"name": name})) if name else self
 
     def due_for(self, student: str, assignment: str) -> datetime | None:
@@ -134,15 +132,12 @@ def _checked(data: dict, problems: list[str]) -> _File:
             for e in error.errors():
                 where = ".".join(map(str, e["loc"]))
                 problems.append(f"{FILE}: {where}: {e['msg'].removeprefix('Value error, ')} (ignored)")
-                _drop(data, e["loc"])
+                parent = data  # the refused value is dropped from what is validated again
+                for key in e["loc"][:-1]:
+                    parent = parent.get(key) if isinstance(parent, dict) else None
+                if isinstance(parent, dict):
+                    parent.pop(e["loc"][-1], None)
     return _File()
-
-
-def _drop(data: dict, loc: tuple) -> None:
-    for key in loc[:-1]:
-        data = data.get(key) if isinstance(data, dict) else None
-    if isinstance(data, dict):
-        data.pop(loc[-1], None)
 
 
 def _aware(value: datetime | date, zone: ZoneInfo) -> datetime:

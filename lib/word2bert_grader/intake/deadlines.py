@@ -101,8 +101,7 @@ def submission_time(folder: Path, course: Course) -> tuple[datetime | None, str,
 
 
 def parse_time(text: str, course: Course) -> datetime | None:
-    """nbgrader's timestamp: ISO 8601 with or without an offset, or followed by a zone name
-    (``2015-02-02 14:58:23.948203 America/Los_Angeles``); without either, in the course's zone."""
+    """nbgrader's timestamp: ISO 8601, perhaps then a zone name; without an offset, in the course's zone."""
     text, zone = text.strip(), course.timezone
     head, _, tail = text.rpartition(" ")
     try:

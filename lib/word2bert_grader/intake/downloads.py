@@ -84,8 +84,7 @@ def size_problem(size: int, cap: int) -> str | None:
 
 
 def member_problem(member: zipfile.ZipInfo, name: str) -> str | None:
-    """Why a zip member is not read ("refused: ..." or "ignored: ..."); "" for a folder; None: read it. A path that
-    could land outside the folder it is extracted to, a link or other special file, is refused."""
+    """Why a zip member is not read ("refused: ...", "ignored: ..."); "" for a folder; None: read it."""
     base, mode = name.rsplit("/", 1)[-1], member.external_attr >> 16  # Unix mode; 0 from zippers that record none
     if "\\" in name:  # a separator on Windows: "..\\x" or "C:\\x" there
         return "refused: a backslash in its path"
@@ -137,8 +136,7 @@ def _read_capped(f, cap: int) -> bytes:
 
 
 def write_notebook(submitted: Path, c: Candidate, data: bytes) -> None:
-    """The notebook (with the download's time) and the files beside it, each written atomically, in folders that
-    are never a link, a file, or another spelling of the name (a case-insensitive file system)."""
+    """The notebook and the files beside it, atomically, in folders that are never a link or another spelling."""
     submitted.mkdir(parents=True, exist_ok=True)
     folder = submitted
     for name, shown in ((c.student, c.student), (c.assignment, f"{c.student}/{c.assignment}")):
@@ -171,10 +169,7 @@ def write_notebook(submitted: Path, c: Candidate, data: bytes) -> None:
 def settle(
     candidates: list[Candidate], problems: list[Problem], submitted: Path, cap: int, copies_once: bool = False
 ) -> tuple[list[Collected], list[Problem]]:
-    """One notebook per (student, assignment), written: of those named for the assignment (identical copies once,
-    where ``copies_once``: a platform's zip beside its unpacked files), the newest; where no single newest tells them
-    apart, none (a conflict). Notebooks are read one at a time. Every other candidate is one more of the ``problems``;
-    a problem keeps its pair (for a failed row) only where nothing was collected for it."""
+    """One notebook per (student, assignment): the newest named for it, or none (a conflict); the rest are problems."""
     groups: dict[tuple[str, str], list[Candidate]] = {}
     for c in candidates:
         groups.setdefault((c.student, c.assignment), []).append(c)
@@ -237,8 +232,7 @@ def collect(
     roster: set[str] | None = None,
     max_member_bytes: int = MAX_MEMBER_BYTES,
 ) -> tuple[list[Collected], list[Problem]]:
-    """File every download in ``downloads`` under ``submitted``. Returns what was collected (by student, assignment)
-    and every problem, ignored files included; only a missing folder or a bad assignment name raises."""
+    """File every download of the plain format in ``downloads`` under ``submitted``: (collected, problems)."""
     names = checked_assignments(assignments)
     candidates, problems = [], []
     for path in sorted(Path(downloads).iterdir()):
@@ -252,8 +246,7 @@ def collect(
 
 
 def read_roster(path: Path) -> set[str]:
-    """Student ids of a roster: one id per line (blank lines and ``#`` comments ignored), or a CSV (a ``.csv`` file,
-    or a first line with a comma) with a column ``id``, ``student_id`` or ``student``."""
+    """Student ids: one per line (``#`` comments), or a CSV with a column ``id``, ``student_id`` or ``student``."""
     if not Path(path).is_file():  # the instructor's file: one plain check (a FIFO would be waited on for ever)
         raise ValueError(f"{path} is not a file")
     text = Path(path).read_text(encoding="utf-8").removeprefix("\ufeff")  # spreadsheets write a byte-order mark
@@ -305,8 +298,7 @@ def _scan(path: Path, names: list[str], roster: set[str] | None, cap: int) -> tu
 
 
 def _zip_owner(name: str, roster: set[str] | None) -> tuple[str, str | None]:
-    """(student, timestamp or None) of a zip's name. Ids may hold "_": every prefix that ends before a "_" could be
-    the id; the shortest is the platform's convention, and a roster may tell."""
+    """(student, timestamp or None) of a zip's name: ids may hold "_", and a roster may tell which prefix."""
     attempt = _ZIP_ATTEMPT.fullmatch(name)
     if attempt:
         return attempt["student"], attempt["timestamp"]

@@ -68,8 +68,7 @@ class Roster:
 
 
 def read_roster(path: Path, lms: str, id_column: str) -> Roster:
-    """The roster of an LMS's gradebook export (the instructor's: a row without a usable id is said and left out);
-    every problem is in ``Roster.problems``."""
+    """The roster of an LMS's gradebook export; a row without a usable id is said and left out."""
     roster, shown = Roster(lms), f"roster {path.name}"
     try:
         if not path.is_file():  # one plain check (a FIFO would be waited on for ever)
@@ -125,10 +124,7 @@ class Record:
 
 
 def canvas_readings(base: str) -> list[CanvasName]:
-    """Every way to read ``base`` as a Canvas download name (``lib/content_zipper.rb``: ``[name, "LATE", user
-    id].join("_")``, then ``_<attachment id>_<file>``): one per place where two all-digit fields stand. Canvas reads
-    the first back; but the name part is the student's own (a display name of ``eve_1001_99999``) and so is the
-    file's, so an honest name has one reading and a name that reads as two users is no evidence of either."""
+    """Every way to read ``base`` as Canvas names downloads (``name_[LATE_]user_attachment_file``; README.md)."""
     parts, readings = base.split("_") if len(base) <= MAX_CANVAS_NAME else [], []
     for i in range(len(parts) - 2):
         anonymous = parts[i] == "anon" and i + 3 < len(parts) and all_digits(parts[i + 2])
@@ -153,8 +149,7 @@ def canvas_users(base: str) -> list[str]:
 
 
 def canvas_owner(name: str) -> str | None:
-    """Whose limits a file counts against: its user's; a name that reads as several users is counted for none of
-    them (whose notebooks it would crowd out), all such together; None: no Canvas name."""
+    """Whose limits a file counts against: its user's; names that read as several users, all together; or no one's."""
     users = canvas_users(name.rsplit("/", 1)[-1])
     return SEVERAL_USERS if len(users) > 1 else next(iter(users), None)
 
@@ -190,8 +185,7 @@ def _canvas(assignment: str, entries: list[Candidate], roster: Roster | None, co
 
 
 def parse_moodle(path: str) -> MoodleName | None:
-    """A path in Moodle's "Download all submissions" zip, read as Moodle's own feedback import reads it
-    (``mod/assign/feedback/file/importziplib.php``): the first part ``<name>_<id>_<subtype>_<plugin>[_<rest>]``."""
+    """A path in Moodle's "Download all submissions", read as Moodle's own feedback import reads it."""
     parts = path.split("/")
     while parts:
         info = parts.pop(0).split("_", 4)
@@ -201,13 +195,8 @@ def parse_moodle(path: str) -> MoodleName | None:
     return None
 
 
-def moodle_owner(path: str) -> str | None:
-    return getattr(parse_moodle(path), "participant", None)
-
-
 def _worksheets(folder: Path, course: Course) -> tuple[dict[str, tuple[dict, datetime | None]], list[Problem]]:
-    """Participant id -> (identity, submission time) from the grading worksheets: CSVs at the top of the assignment's
-    folder, but for those Moodle names as a participant's file (a student's upload, in an unpacked download)."""
+    """Participant id -> (identity, submission time), from the grading worksheets (not from students' uploads)."""
     sheets, problems = {}, []
     for path in sorted(folder.glob("*.csv")):
         shown = f"{folder.name}/{path.name}"
@@ -259,8 +248,7 @@ def _moodle(assignment: str, entries: list[Candidate], roster: Roster | None, co
 
 
 def _moodle_person(parsed: MoodleName, identity: dict, roster: Roster | None, id_column: str | None):
-    """(student or None, why not) of a Moodle participant: by the worksheet's e-mail or ID number on the roster, else
-    by the full name; without a roster, the worksheet's id column."""
+    """(student or None, why not) of a Moodle participant: by e-mail, ID number or name on the roster."""
     if roster is None or not roster.people:
         value = identity.get(id_column or "", "")
         if value and not downloads.id_problem(value):
@@ -278,8 +266,7 @@ def _moodle_person(parsed: MoodleName, identity: dict, roster: Roster | None, id
 
 
 def _owned(entry: Candidate, student, assignment, file: str, order, record: Record, when=None) -> Candidate:
-    """An entry whose owner is known, with what the collector writes beside it; named for the assignment where it is
-    ``<assignment>.ipynb`` or a copy of it (a platform's "-1", a browser's " (1)")."""
+    """An entry whose owner is known, with the files written beside it; named: ``<assignment>.ipynb`` or a copy."""
     stem = file.rsplit("/", 1)[-1].removesuffix(".ipynb")
     named = re.fullmatch(rf"{re.escape(assignment)}(?:-[0-9]+| \([0-9]+\))?", stem) is not None
     beside = {LMS_RECORD: json.dumps(asdict(record), ensure_ascii=False).encode()}
@@ -298,7 +285,11 @@ def collect(
 ) -> tuple[list[Collected], list[Problem]]:
     """Collect ``downloads_dir/<assignment>/`` of every assignment into ``submitted``."""
     names = downloads.checked_assignments(assignments)
-    owner, reader = (canvas_owner, _canvas) if lms == "canvas" else (moodle_owner, _moodle)
+    owner, reader = (
+        (canvas_owner, _canvas)
+        if lms == "canvas"
+        else (lambda name: getattr(parse_moodle(name), "participant", None), _moodle)
+    )
     candidates, problems = [], []
     for path in sorted(Path(downloads_dir).iterdir()):
         if path.name not in names or path.is_symlink() or not path.is_dir():
@@ -312,14 +303,11 @@ def collect(
 
 
 def _entries(folder: Path, cap: int, course: Course, owner) -> tuple[list[Candidate], list[Problem]]:
-    """Every file of one assignment's download, as candidates of no one yet: plain files (in folders, to MAX_DEPTH)
-    and the members of the platform's zips at its top; never following a link, never opening a zip inside a zip, nor
-    a student's own zip (one that the platform's name gives an ``owner``: its members' names are the student's)."""
+    """Every file of one assignment's download and of the platform's zips at its top, within each owner's limits."""
     entries, problems, read = [], [], {}  # read: (owner, notebook or not) -> how many
 
     def keep(source: str, name: str, mtime: float | None, reader, size: int) -> None:
-        """An owner's files beyond MAX_OWNER_FILES (notebooks and others counted apart) are set aside as they are
-        read, so that one student's files, however many, cost no one else theirs."""
+        """An owner's files beyond MAX_OWNER_FILES are set aside as they are read: they cost no one else theirs."""
         entry = Candidate("", "", source, None, reader, mtime, name=name, size=size)
         key = (owner(name), name.endswith(".ipynb"))
         read[key] = read.get(key, 0) + 1

@@ -29,8 +29,7 @@ def read_grades(path: Path) -> tuple[dict[tuple[str, str], Grade], list[str]]:
 
 
 def export(root: Path, lms: str, course: Course, assignments: list[str], roster: Roster | None) -> list[str]:
-    """``exports/<lms>-grades.csv`` and ``exports/<lms>-feedback/<assignment>.zip`` from ``grades.csv`` and
-    ``feedback/``; returns what the instructor should know (students left out, feedback not packed)."""
+    """``exports/<lms>-grades.csv`` and a feedback zip per assignment; returns what the instructor should know."""
     by, report = read_grades(root / "grades.csv")
     out = root / "exports"
     out.mkdir(exist_ok=True)
@@ -70,8 +69,7 @@ def export(root: Path, lms: str, course: Course, assignments: list[str], roster:
 
 
 def _lms_column(assignment: str, course: Course, roster: Roster | None, lms: str) -> str:
-    """The gradebook column of an assignment: ``[lms.columns]``, else the roster export's column named after it
-    (Canvas: ``<name> (<id>)``), else its name (Canvas then makes a new assignment; Moodle asks at import)."""
+    """The gradebook column of an assignment: course.toml's, the roster's column named after it, or its name."""
     if assignment in course.lms.columns:
         return course.lms.columns[assignment]
     for column in roster.header if roster else []:
@@ -92,8 +90,7 @@ def _comment(grade: Grade | None) -> str:
 
 
 def _feedback_zip(root: Path, path: Path, lms: str, assignment: str, students: list[str]) -> tuple[int, list[str]]:
-    """Pack each student's feedback page under the name the LMS reads back; returns (packed, students without
-    a recorded download)."""
+    """Each student's feedback page under the name the LMS reads back: (packed, students without a download)."""
     path.parent.mkdir(exist_ok=True)
     packed, missing = 0, []
     buffer = io.BytesIO()

@@ -55,8 +55,7 @@ class Sanitizer:
             ]
 
     def display(self, data: dict) -> tuple[str, str]:
-        """What of a display output the page and the instructor's copy show: a PNG that is one, HTML cleaned by
-        bleach (no scripts, no attributes) within the limits, or the plain text; nothing else (no JavaScript, SVG)."""
+        """What a display output shows: a PNG that is one, HTML cleaned by bleach within limits, or its plain text."""
         png = data.get("image/png", "")
         if isinstance(png, str) and png and _is_png(png):
             return "image/png", png
@@ -100,20 +99,12 @@ def failure_page(result: Result) -> str:
 
 
 def with_lateness(page: str, lateness, score: float) -> str:
-    """The page with what the deadline changes (a :class:`~word2bert_grader.intake.deadlines.Lateness`) under its
-    title: when it came in, the due date, the penalty and the score after it."""
+    """The page with when it came in, the due date, the penalty and the score after it, under its title."""
     penalty, text = lateness.penalty(score), lateness.describe()
     if lateness.late or penalty:
         text += f". Late penalty: {penalty:g} points; score after the penalty: {score - penalty:g}"
     head, found, rest = page.partition("</h1>")
     return head + found + str(_parts.deadline(text)) + rest if found else page
-
-
-def _fenced(markdown: str) -> str:
-    """The student's markdown for the instructor's copy, as a fenced block of text: formgrader renders a
-    notebook's markdown and outputs without sanitising them, on the instructor's Jupyter session."""
-    fence = "`" * max(3, 1 + max(map(len, re.findall(r"`+", markdown)), default=0))
-    return f"{fence}text\n{markdown}\n{fence}"
 
 
 def _is_png(data: str) -> bool:
@@ -126,15 +117,16 @@ def _is_png(data: str) -> bool:
 
 
 def graded_notebook(source_cells: list[dict], records) -> str:
-    """The instructor's graded copy, as nbformat 4 JSON; ``records``' outputs made safe first
-    (:meth:`Sanitizer.outputs`)."""
+    """The instructor's graded copy, as nbformat 4 JSON (outputs made safe by :meth:`Sanitizer.outputs` first)."""
     metadata = {meta(c).get("grade_id"): c.get("metadata", {}) for c in source_cells if meta(c)}
     cells, left = [], MAX_PAGE_CHARS  # the instructor's copy has a size cap too
     for record in records:
         step = record.step
         own = metadata.get(step.grade_id, {}) if step.kind not in (Kind.STUDENT, Kind.MARKDOWN) else {}
         if not step.kind.runs:  # a written answer keeps its grade id: formgrader grades it there
-            text = _fenced(step.source) if step.student_markdown else step.source
+            # the student's markdown as fenced text: formgrader renders the instructor's copy unsanitised
+            fence = "`" * max(3, 1 + max(map(len, re.findall(r"`+", step.source)), default=0))
+            text = f"{fence}text\n{step.source}\n{fence}" if step.student_markdown else step.source
             cells.append({"cell_type": "markdown", "metadata": own, "source": text})
             continue
         outputs = []

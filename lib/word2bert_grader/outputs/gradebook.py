@@ -72,9 +72,7 @@ class Recorded:
 
 
 def record(db: Path, results: list[Result], regrade: set[tuple[str, str, str]] = frozenset()) -> Recorded:
-    """Every result's scores into the gradebook, which then says what grades.csv says: a manual score or extra credit
-    on a test cell is reset. A written answer's hand score stays, unless it is in ``regrade`` ((student, assignment,
-    grade id): a text not recorded before this run). Returns what was reset and every written answer's hand score."""
+    """Scores into the gradebook (test cells as grades.csv says; hand scores of unchanged written answers kept)."""
     from nbgrader.api import Gradebook
 
     recorded = Recorded(0)

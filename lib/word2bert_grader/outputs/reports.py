@@ -18,8 +18,7 @@ UNSAFE_BANNER = (
 
 
 def write_outputs(root: Path, results: list[Result]) -> list[Result]:
-    """Feedback pages and graded notebooks, written here only (and nothing else into feedback/). A result whose
-    files cannot be written becomes that submission's failed row, with the reason; the others are written."""
+    """Feedback pages and graded notebooks; a result whose files cannot be written becomes a failed row."""
     written = []
     for r in results:
         try:
@@ -48,8 +47,7 @@ def _write_files(root: Path, r: Result) -> None:
 
 
 def total(r: Result, recorded: Recorded | None = None) -> tuple[float, float, float]:
-    """(score, max_score, points of written answers not graded yet): the grader's tests and the hand-graded
-    answers together, with the instructor's scores that ``gradebook.record`` found."""
+    """(score, max_score, written points still to grade), the instructor's hand scores counted."""
     manual = recorded.manual.get(r.key, {}) if recorded else {}
     given = sum(score for score in manual.values() if score is not None)
     waiting = sum(p for gid, p in r.written.items() if manual.get(gid) is None)
@@ -64,9 +62,7 @@ GRADES_COLUMNS = [
 
 
 def write_grades(path: Path, results: list[Result], late: dict | None = None, recorded: Recorded | None = None) -> None:
-    """One row per submission: the score before and after the late penalty (``late``: (student, assignment) ->
-    :class:`~intake.deadlines.Lateness`), what failed or was handled, what waits for a hand grade
-    (``recorded``: the hand scores in the gradebook)."""
+    """grades.csv: a row per submission, before and after the late penalty, with what waits for a hand grade."""
     late = late or {}
     with open(path, "w", encoding="utf-8", newline="") as stream:
         writer = csv.writer(stream)

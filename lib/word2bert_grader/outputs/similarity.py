@@ -137,9 +137,7 @@ def _compare_one(group: list[Answer], solution: str, boilerplate: str, settings:
 
 
 def _needed(fa, fb, settings: Settings) -> int:
-    """Fingerprints two answers must share to be compared. A score is the share of an answer's code covered by
-    shared fingerprints, so a pair at the threshold shares about that share of the smaller answer's
-    fingerprints; half of it leaves a margin for fingerprints that cover more code than others."""
+    """Fingerprints two answers must share to be compared: half of what a pair at the threshold shares."""
     return max(1, int(settings.threshold * min(len(fa.hashes), len(fb.hashes)) * 0.5))
 
 

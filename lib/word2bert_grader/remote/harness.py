@@ -107,7 +107,8 @@ def _score(result: Result, records: list[Record], points: dict[str, float]) -> N
             result.answers[s.grade_id] = s.source
         if s.kind is Kind.TEST and r.passed:
             result.cells[s.grade_id] = points.get(s.grade_id, 0.0)
-        label = s.grade_id or f"a cell of yours ({_first_line(s.source)})"
+        line = next((x for x in s.source.strip().splitlines() if x.strip()), "")
+        label = s.grade_id or f"a cell of yours ({line[:40]}{'...' * (len(line) > 40)})"
         if r.failure:
             result.notes.append(f"cell {label} {r.failure}")
         if r.wrote_stderr:
@@ -132,9 +133,7 @@ def _score(result: Result, records: list[Record], points: dict[str, float]) -> N
 
 
 def grade_in_own_process(task: Submission) -> Result:
-    """:func:`grade`, in a process that grades this one submission. A result shaped to broadcast into gigabytes in the
-    tests' own arithmetic must fail its test, not take the machine: a soft limit on this process's data
-    (``Limits.grader_mb``), which the sandbox lifts for itself."""
+    """:func:`grade`, under a soft data limit (a result that needs gigabytes in the tests fails, not the machine)."""
     cap, hard = task.settings.limits.grader_mb * 2**20, resource.getrlimit(resource.RLIMIT_DATA)[1]
     if cap:
         resource.setrlimit(resource.RLIMIT_DATA, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
@@ -143,11 +142,6 @@ def grade_in_own_process(task: Submission) -> Result:
 
 def _overtime(signum, frame):
     raise _Overtime
-
-
-def _first_line(source: str) -> str:
-    line = next((x for x in source.strip().splitlines() if x.strip()), "")
-    return line[:40] + ("..." if len(line) > 40 else "")
 
 
 class _Grader:

@@ -12,8 +12,7 @@ from word2bert_grader.sandbox.wire import LOCAL_MODULES
 
 
 class Mirror:
-    """The mirrors of one session's student modules and module classes, by (sandbox generation, handle): a
-    module described again (after a call) is the same mirror, refreshed."""
+    """The mirrors of one session's modules and module classes, by (sandbox generation, handle)."""
 
     def __init__(self, session):
         self.session = session  # calls go through it (:meth:`remote.proxy.Session.call`)
@@ -162,8 +161,7 @@ def _load_state(module: nn.Module, params, buffers, decoder) -> None:
 
 
 def handle_ok(value) -> bool:
-    """A handle is a 64-bit int, as the runner numbers them: at most a few share a hash, so no dict of them can be built
-    to take time out of proportion to its size (see wire.distinct_hashes)."""
+    """A handle is a 64-bit int, as the runner numbers them (no dict of them can be built to be slow)."""
     return type(value) is int and 0 <= value < wire.INT_LIMIT
 
 

@@ -28,8 +28,7 @@ class SandboxFailure(BaseException):
 
 
 class UnreadableFailure(SandboxFailure):
-    """What the student's code defined or returned has a shape the grader cannot read back. Reported as exactly
-    that, never as tampering: the grader never saw the value the student's kernel tested."""
+    """What the student's code gave has a shape the grader cannot read: said so, never called tampering."""
 
 
 class Session:
@@ -103,7 +102,8 @@ class Session:
             enc_kwargs = encoder.encode(dict(kwargs))
         except TypeError as error:
             raise TypeError(f"the grader cannot pass this to your code: {error}") from None
-        rng = {"torch": encoder.encode(torch.get_rng_state()), "random": encoder.encode(_global_random())}
+        (copy := random.Random()).setstate(random.getstate())  # the global state, sent by value
+        rng = {"torch": encoder.encode(torch.get_rng_state()), "random": encoder.encode(copy)}
         states = [wire.module_state(h, m, encoder) for h, m in modules.items()]
         inputs = [
             (name, t)
@@ -360,8 +360,7 @@ def _device_of(args, kwargs, modules: dict) -> torch.device:
 
 
 def _map_tensors(value, fn):
-    """``value`` with ``fn`` applied to its tensors; a list or dict whose items all stay the same objects is kept (it
-    may be the caller's own argument, returned)."""
+    """``value`` with ``fn`` applied to its tensors; a list or dict left the same is kept (it may be an argument)."""
     if isinstance(value, torch.Tensor):
         return fn(value)
     if type(value) is list:
@@ -373,8 +372,3 @@ def _map_tensors(value, fn):
         mapped = {k: _map_tensors(v, fn) for k, v in value.items()}
         return value if all(mapped[k] is v for k, v in value.items()) else mapped
     return value
-
-
-def _global_random() -> random.Random:
-    (rng := random.Random()).setstate(random.getstate())
-    return rng

@@ -45,8 +45,7 @@ class Unavailable(RuntimeError):
 
 
 def sandbox_uid() -> int | None:
-    """The unprivileged host uid this process's sandbox runs as, where the grader is root; None otherwise
-    (bubblewrap then maps the student to the grader's own uid, which is not root)."""
+    """The unprivileged host uid of this process's sandbox where the grader is root; None otherwise."""
     if os.geteuid() != 0:
         return None
     uid = SANDBOX_UIDS.start + os.getpid()
@@ -58,14 +57,12 @@ def sandbox_uid() -> int | None:
 
 
 def private_paths() -> list[Path]:
-    """What the sandbox shows of this installation besides the system: Python, the virtual environment, the
-    runner and its wire protocol (where the grader is root, :mod:`.launch` stages them for the sandbox's user)."""
+    """What the sandbox shows besides the system: Python, the virtual environment, the runner and the wire."""
     return [*sorted({Path(sys.base_prefix), Path(sys.prefix)}), HERE / "runner.py", HERE / "wire.py"]
 
 
 def bwrap_command(limits: Limits, staged: bool = False) -> list[str]:
-    """bubblewrap's arguments, up to the program it runs; ``staged``: the private paths are bound from
-    :mod:`.launch`'s staging folder instead of from where they are."""
+    """bubblewrap's arguments; ``staged``: the private paths bound from :mod:`.launch`'s staging folder."""
     cmd = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
     cmd += ["--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--die-with-parent", "--new-session"]
     env = {"PATH": f"{sys.prefix}/bin:/usr/bin:/bin", "HOME": SCRATCH, **ENVIRONMENT, "LANG": "C.UTF-8"}
@@ -92,16 +89,6 @@ def bwrap_command(limits: Limits, staged: bool = False) -> list[str]:
 
 
 def launch_command(argv: list[str], cgroups: list[str], uid: int | None) -> list[str]:
-    """The command that runs ``argv`` (bubblewrap's, or the runner's without it) through :mod:`.launch`: in
-    ``cgroups``, and as ``uid`` (None: this process's user) with the private paths staged for it."""
+    """The command that runs ``argv`` through :mod:`.launch`: in ``cgroups``, and as ``uid``."""
     spec = {"cgroups": cgroups, "uid": uid, "stage": [str(p) for p in private_paths()], "argv": argv}
     return [sys.executable, "-I", "-S", str(HERE / "launch.py"), json.dumps(spec)]
-
-
-def rlimits(limits: Limits) -> dict[str, int]:
-    return {
-        "cpu": limits.cpu_seconds,
-        "fsize": limits.file_mb * 2**20,
-        "nofile": limits.open_files,
-        "nproc": limits.processes,
-    }

@@ -59,8 +59,7 @@ class Cgroup:
 
     @classmethod
     def remove_orphans(cls) -> None:
-        """Kill what is left in the sandboxes' cgroups whose grading process is gone (killed: its own clean-up never
-        ran), and remove them."""
+        """Kill and remove what is left in the cgroups of grading processes that are gone (killed)."""
         try:
             found = [d for parent in _parents() for d in parent.glob(f"{PREFIX}*-*")]
         except (OSError, ValueError, IndexError):
@@ -106,8 +105,7 @@ def _v2() -> bool:
 
 
 def _parents() -> list[Path]:
-    """Where this process may make child cgroups (a user may own its subtree only): its own cgroup, on v2; in v1's
-    memory, pids and cpu hierarchies. Pool processes share their parent's, so the parent finds them."""
+    """Where this process may make child cgroups: its own cgroup (v2), or in v1's memory, pids and cpu trees."""
     lines = open("/proc/self/cgroup", encoding="utf-8").read().splitlines()
     if _v2():
         return [CGROUP / lines[0].split("::", 1)[1].lstrip("/")]

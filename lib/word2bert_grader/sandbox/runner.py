@@ -63,7 +63,7 @@ class Runner:
                 reply, out_tensors = getattr(self, f"op_{wire.Op(header.get('op'))}")(header, tensors)
             except BaseException as error:  # a failure of this request (SystemExit too), reported as data
                 reply, out_tensors = {"ok": False, "error": describe(error)}, {}
-            wire.write_frame(self.out, reply, out_tensors)
+            self.out.write(wire.frame_bytes(reply, out_tensors))
 
     def op_hello(self, header, tensors):
         # The grader's process caps its own memory with a soft RLIMIT_DATA (harness.grade_in_own_process) that
@@ -114,13 +114,14 @@ class Runner:
         return {"ok": True, "names": found}, encoder.tensors
 
     def op_call(self, header, tensors):
-        decoder = wire.Decoder(tensors, self.from_handle, grad=True)
+        decoder = wire.Decoder(tensors, lambda spec: self.objects[spec["$handle"]], grad=True)
         target = self.objects[header["target"]]
         if header.get("method"):
             target = getattr(target, header["method"])
         args = decoder.decode(header["args"])
         kwargs = decoder.decode(header["kwargs"])
-        self.load_rng(header["rng"], tensors)
+        torch.set_rng_state(decoder.decode(header["rng"]["torch"]))
+        random.setstate(decoder.decode(header["rng"]["random"]).getstate())
         modules = self.load_modules(header["modules"], tensors)
         # The tensors that need gradients, in the order the grader numbered them.
         wanted = [
@@ -219,9 +220,6 @@ class Runner:
             self.objects[self.ids[id(obj)]] = obj
         return self.ids[id(obj)]
 
-    def from_handle(self, spec):
-        return self.objects[spec["$handle"]]
-
     def load_modules(self, states, tensors) -> list[tuple[int, torch.nn.Module]]:
         """Put the grader's parameter values, buffers and train/eval flags into the student's modules."""
         decoder = wire.Decoder(tensors, grad=True)
@@ -239,11 +237,6 @@ class Runner:
                 module._buffers[name] = decoder.decode(value)
             modules.append((h, module))
         return modules
-
-    def load_rng(self, state, tensors) -> None:
-        decoder = wire.Decoder(tensors)
-        torch.set_rng_state(decoder.decode(state["torch"]))
-        random.setstate(decoder.decode(state["random"]).getstate())
 
 
 def describe(error: BaseException) -> dict:
@@ -264,8 +257,7 @@ def _torch_class(cls) -> bool:
 
 
 def _torch_base(cls) -> str:
-    """The nearest torch.nn class this class derives from, by name ("Module" at least): where the grader runs its
-    forward itself (wire.LOCAL_MODULES), the mirror derives from it, so that ``isinstance(m, nn.Linear)`` holds."""
+    """The nearest torch.nn class this class derives from, by name ("Module" at least)."""
     return next((base.__name__ for base in cls.__mro__ if _torch_class(base)), "Module")
 
 

@@ -24,8 +24,7 @@ _SOCKET, AF_VSOCK = (41, 198), 40
 
 
 def seccomp_filter() -> bytes | None:
-    """A classic-BPF seccomp program (for ``bwrap --seccomp``) that fails the calls above, and socket(AF_VSOCK, ...),
-    with EPERM. Other architectures of this machine's kernel (x32 on x86_64, 32-bit ARM) are killed outright."""
+    """The classic-BPF program that fails the calls above and AF_VSOCK sockets; other architectures are killed."""
     machine = os.uname().machine
     if machine not in _ARCHITECTURES:
         return None

@@ -129,8 +129,7 @@ class Encoder:
 
 
 def module_state(handle: int, module, encoder: Encoder) -> list:
-    """``[handle, training, parameters, buffers]``: the state of one mirrored module, as either side sends it
-    (the grader with a call, the sandbox with its reply)."""
+    """``[handle, training, parameters, buffers]``: one mirrored module's state, as either side sends it."""
     return [
         handle,
         module.training,
@@ -178,8 +177,7 @@ def read_frame(read_exactly, max_bytes: int) -> tuple[dict, dict[str, torch.Tens
 
 
 class Decoder:
-    """Rebuilds plain values; ``handle(spec)`` turns a handle into the caller's proxy (None: refuse). ``grad``: tensors
-    marked as needing gradients come back as leaves that require them (the sandbox side differentiates)."""
+    """Rebuilds plain values; ``handle(spec)`` makes the caller's proxy; ``grad``: marked tensors need gradients."""
 
     def __init__(self, tensors: dict[str, torch.Tensor], handle=None, grad: bool = False, arguments=(), sizes=()):
         self.tensors = tensors
@@ -282,8 +280,7 @@ def _int(value) -> int:
 
 
 def distinct_hashes(keys) -> None:
-    """Refuse keys built to share one hash (a dict of n of them takes n² steps to build: 250,000 tuple keys, an 8 MB
-    message, take hours). A hash is an int whose own hash it is, so counting them is linear."""
+    """Refuse dict keys built to share a hash (n of them take n² steps to build)."""
     if keys and max(Counter(map(hash, keys)).values()) > MAX_SHARED_HASH:
         raise WireError(f"more than {MAX_SHARED_HASH} dict keys with the same hash")
 
@@ -295,8 +292,7 @@ def _hashable(key) -> bool:
 
 
 def tensors_in(value, encoded) -> list[tuple[str, torch.Tensor, bool]]:
-    """(wire name, tensor, marked as needing gradients) of every tensor in ``value``, in order,
-    walking it beside its encoding ``encoded`` (both sides number tensors this way)."""
+    """(wire name, tensor, marked for gradients) of every tensor in ``value``, walked beside its encoding."""
     found = []
 
     def walk(v, e):
