@@ -58,7 +58,9 @@ def export(root: Path, lms: str, course: Course, assignments: list[str], roster:
             for a in graded:
                 g = by.get((p.student, a))
                 rows[-1] += [_score(g), _comment(g)]
-    _write_csv(out / f"{lms}-grades.csv", header, rows)
+    text = io.StringIO(newline="")
+    csv.writer(text).writerows([header, *([_cell(c) for c in row] for row in rows)])
+    _write_bytes(out / f"{lms}-grades.csv", text.getvalue().encode("utf-8"))
     report.append(f"wrote exports/{lms}-grades.csv: {len(people)} students, {len(graded)} assignments")
     for a in graded:
         packed, missing = _feedback_zip(root, out / f"{lms}-feedback" / f"{a}.zip", lms, a, [p.student for p in people])
@@ -114,14 +116,6 @@ def _feedback_zip(root: Path, path: Path, lms: str, assignment: str, students: l
             packed += 1
     _write_bytes(path, buffer.getvalue())
     return packed, missing
-
-
-def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    text = io.StringIO(newline="")
-    writer = csv.writer(text)
-    writer.writerow(header)
-    writer.writerows([[_cell(c) for c in row] for row in rows])
-    _write_bytes(path, text.getvalue().encode("utf-8"))
 
 
 def _cell(value: str) -> str:

@@ -15,8 +15,8 @@ class RefusedGradebook(RuntimeError):
     pass
 
 
-def _api(root: Path, db: Path, release_directory: Path | None = None):
-    """nbgrader's Python API on course ``root`` (its nbgrader_config.py applies), gradebook ``db``."""
+def generate(root: Path, names: list[str], db: Path, release_directory: Path | None = None) -> None:
+    """``nbgrader generate_assignment`` of every name, with the course's config, in this process (one start-up)."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config.loader import PyFileConfigLoader
@@ -26,12 +26,7 @@ def _api(root: Path, db: Path, release_directory: Path | None = None):
     config.CourseDirectory.db_url = f"sqlite:///{db}"
     if release_directory is not None:
         config.CourseDirectory.release_directory = str(release_directory)
-    return NbGraderAPI(CourseDirectory(config=config), config=config)
-
-
-def generate(root: Path, names: list[str], db: Path, release_directory: Path | None = None) -> None:
-    """``nbgrader generate_assignment`` of every name, in this process (one start-up for all)."""
-    api = _api(root, db, release_directory)
+    api = NbGraderAPI(CourseDirectory(config=config), config=config)
     for name in names:
         outcome = api.generate_assignment(name, force=True, create=True)
         if not outcome["success"]:

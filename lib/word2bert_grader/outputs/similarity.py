@@ -122,7 +122,12 @@ def _compare_one(group: list[Answer], solution: str, boilerplate: str, settings:
     candidates = [
         (students[i], students[j], trimmed[students[i]], trimmed[students[j]])
         for (i, j), n in shared.items()
-        if n >= _needed(trimmed[students[i]], trimmed[students[j]], settings)
+        # a score is the share of an answer covered by shared fingerprints: a pair at the threshold shares about
+        # that share of the smaller answer's; half of it leaves a margin
+        if n
+        >= max(
+            1, int(settings.threshold * min(len(trimmed[students[i]].hashes), len(trimmed[students[j]].hashes)) * 0.5)
+        )
     ]
     if reference is not None:
         candidates += [(s, SOLUTIONS, prints[s], reference) for s in students if prints[s].hashes & reference.hashes]
@@ -134,11 +139,6 @@ def _compare_one(group: list[Answer], solution: str, boilerplate: str, settings:
             shares = (float(share_a), float(share_b))
             flagged.append(Pair(group[0].assignment, a, b, round(min(score, 1.0), 4), shares, int(tokens)))
     return flagged, len(candidates), prints
-
-
-def _needed(fa, fb, settings: Settings) -> int:
-    """Fingerprints two answers must share to be compared: half of what a pair at the threshold shares."""
-    return max(1, int(settings.threshold * min(len(fa.hashes), len(fb.hashes)) * 0.5))
 
 
 def _without(fingerprint, dropped: set[int]):

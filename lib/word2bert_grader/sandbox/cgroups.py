@@ -55,7 +55,8 @@ class Cgroup:
     def _make(self, folder: Path, settings: dict) -> None:
         folder.mkdir()
         self.dirs.append(folder)
-        _write(folder, settings)
+        for name, value in settings.items():
+            (folder / name).write_text(str(value), encoding="utf-8")
 
     @classmethod
     def remove_orphans(cls) -> None:
@@ -64,7 +65,8 @@ class Cgroup:
             found = [d for parent in _parents() for d in parent.glob(f"{PREFIX}*-*")]
         except (OSError, ValueError, IndexError):
             return
-        cls([d for d in found if not _alive(d)]).remove()
+        pids = {d: d.name.removeprefix(PREFIX).split("-")[0] for d in found}  # the grading process that made it
+        cls([d for d, pid in pids.items() if not (pid.isdigit() and psutil.pid_exists(int(pid)))]).remove()
 
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs]
@@ -111,14 +113,3 @@ def _parents() -> list[Path]:
         return [CGROUP / lines[0].split("::", 1)[1].lstrip("/")]
     own = {c: path.lstrip("/") for line in lines for _, cs, path in [line.split(":", 2)] for c in cs.split(",")}
     return [CGROUP / c / own.get(c, "") for c in ("memory", "pids", "cpu")]
-
-
-def _alive(folder: Path) -> bool:
-    """Whether the grading process that made ``folder`` (its pid is in the name) still runs."""
-    pid = folder.name.removeprefix(PREFIX).split("-")[0]
-    return pid.isdigit() and psutil.pid_exists(int(pid))
-
-
-def _write(folder: Path, settings: dict) -> None:
-    for name, value in settings.items():
-        (folder / name).write_text(str(value), encoding="utf-8")
