@@ -69,13 +69,9 @@ class Assignment(BaseModel):
     def read(cls, name: str, data: bytes) -> Assignment:
         cells = read_cells(data)
         tests = [c for c in cells if meta(c).get("grade") and meta(c).get("grade_id")]
-        return cls(
-            name=name,
-            cells=cells,
-            digest=hashlib.sha256(data).hexdigest(),
-            points={meta(c)["grade_id"]: float(meta(c).get("points", 0)) for c in tests if not _written(c)},
-            written={meta(c)["grade_id"]: float(meta(c).get("points", 0)) for c in tests if _written(c)},
-        )
+        points = {meta(c)["grade_id"]: float(meta(c).get("points", 0)) for c in tests if not _written(c)}
+        written = {meta(c)["grade_id"]: float(meta(c).get("points", 0)) for c in tests if _written(c)}
+        return cls(name=name, cells=cells, digest=hashlib.sha256(data).hexdigest(), points=points, written=written)
 
     def plan(self, submission_cells: list[dict]) -> Plan:
         return plan(self.cells, submission_cells)

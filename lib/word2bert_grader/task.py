@@ -76,15 +76,9 @@ class Result(BaseModel):
     @classmethod
     def failed(cls, student: str, assignment: Assignment, reason: str, transient: bool = False) -> Result:
         """The result of a submission that could not be graded (yet): zero on every test, with the reason."""
-        return cls(
-            student=student,
-            assignment=assignment.name,
-            cells=dict.fromkeys(assignment.points, 0.0),
-            max_score=sum(assignment.points.values()),
-            written=dict(assignment.written),
-            failure=reason,
-            transient=transient,
-        )
+        points, written = assignment.points, dict(assignment.written)
+        zero = {"cells": dict.fromkeys(points, 0.0), "max_score": sum(points.values()), "written": written}
+        return cls(student=student, assignment=assignment.name, failure=reason, transient=transient, **zero)
 
     @property
     def key(self) -> tuple[str, str]:

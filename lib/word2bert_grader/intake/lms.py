@@ -285,11 +285,8 @@ def collect(
 ) -> tuple[list[Collected], list[Problem]]:
     """Collect ``downloads_dir/<assignment>/`` of every assignment into ``submitted``."""
     names = downloads.checked_assignments(assignments)
-    owner, reader = (
-        (canvas_owner, _canvas)
-        if lms == "canvas"
-        else (lambda name: getattr(parse_moodle(name), "participant", None), _moodle)
-    )
+    moodle_owner = lambda name: getattr(parse_moodle(name), "participant", None)  # noqa: E731
+    owner, reader = (canvas_owner, _canvas) if lms == "canvas" else (moodle_owner, _moodle)
     candidates, problems = [], []
     for path in sorted(Path(downloads_dir).iterdir()):
         if path.name not in names or path.is_symlink() or not path.is_dir():

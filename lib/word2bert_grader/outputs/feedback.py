@@ -49,10 +49,10 @@ class Sanitizer:
     def outputs(self, records) -> None:
         """Every display output of the records, replaced by the one representation shown (see ``display``)."""
         for record in records:
-            record.outputs = [
-                o if o.get("type") == "stream" else {"type": "display", "data": dict([self.display(o.get("data", {}))])}
-                for o in record.outputs
+            shown = [
+                o if o.get("type") == "stream" else dict([self.display(o.get("data", {}))]) for o in record.outputs
             ]
+            record.outputs = [o if "type" in o else {"type": "display", "data": o} for o in shown]
 
     def display(self, data: dict) -> tuple[str, str]:
         """What a display output shows: a PNG that is one, HTML cleaned by bleach within limits, or its plain text."""

@@ -55,10 +55,7 @@ def total(r: Result, recorded: Recorded | None = None) -> tuple[float, float, fl
 
 
 # grades.csv's columns, in order (exports and instructors' scripts read them by name)
-GRADES_COLUMNS = [
-    *("student", "assignment", "raw_score", "late_penalty", "score", "max_score"),
-    *("status", "reason", "to_grade_by_hand", "late"),
-]
+GRADES_COLUMNS = "student assignment raw_score late_penalty score max_score status reason to_grade_by_hand late".split()
 
 
 def write_grades(path: Path, results: list[Result], late: dict | None = None, recorded: Recorded | None = None) -> None:

@@ -119,15 +119,14 @@ def _compare_one(group: list[Answer], solution: str, boilerplate: str, settings:
                 for y in range(x + 1, len(who)):
                     shared[who[x], who[y]] += 1
     trimmed = {s: _without(prints[s], dropped) for s in students}
+    # a score is the share of an answer covered by shared fingerprints: a pair at the threshold shares about that share
+    # of the smaller answer's fingerprints; half of it leaves a margin
+    size = {s: len(trimmed[s].hashes) for s in students}
+    pairs = [(students[i], students[j], n) for (i, j), n in shared.items()]
     candidates = [
-        (students[i], students[j], trimmed[students[i]], trimmed[students[j]])
-        for (i, j), n in shared.items()
-        # a score is the share of an answer covered by shared fingerprints: a pair at the threshold shares about
-        # that share of the smaller answer's; half of it leaves a margin
-        if n
-        >= max(
-            1, int(settings.threshold * min(len(trimmed[students[i]].hashes), len(trimmed[students[j]].hashes)) * 0.5)
-        )
+        (a, b, trimmed[a], trimmed[b])
+        for a, b, n in pairs
+        if n >= max(1, settings.threshold * min(size[a], size[b]) // 2)
     ]
     if reference is not None:
         candidates += [(s, SOLUTIONS, prints[s], reference) for s in students if prints[s].hashes & reference.hashes]

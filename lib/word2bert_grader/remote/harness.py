@@ -299,12 +299,8 @@ def _outputs(outputs) -> list[dict]:
         if o.get("type") == wire.Output.STREAM and o.get("name") in ("stdout", "stderr"):
             kept.append({"type": "stream", "name": o["name"], "text": _cap(str(o.get("text", "")))})
         elif o.get("type") == wire.Output.DISPLAY and type(o.get("data")) is dict:
-            shown = ("text/plain", "text/html", "image/png")
-            data = {
-                k: _cap(str(v), 2_000_000 if k == "image/png" else MAX_OUTPUT_CHARS)
-                for k, v in o["data"].items()
-                if k in shown
-            }
+            shown = {"text/plain": MAX_OUTPUT_CHARS, "text/html": MAX_OUTPUT_CHARS, "image/png": 2_000_000}
+            data = {k: _cap(str(v), shown[k]) for k, v in o["data"].items() if k in shown}
             kept.append({"type": "display", "data": data})
     return kept[:50]
 

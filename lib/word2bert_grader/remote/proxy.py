@@ -105,11 +105,8 @@ class Session:
         (copy := random.Random()).setstate(random.getstate())  # the global state, sent by value
         rng = {"torch": encoder.encode(torch.get_rng_state()), "random": encoder.encode(copy)}
         states = [wire.module_state(h, m, encoder) for h, m in modules.items()]
-        inputs = [
-            (name, t)
-            for name, t, _ in wire.tensors_in(tuple(args), enc_args) + wire.tensors_in(dict(kwargs), enc_kwargs)
-            if t.requires_grad
-        ]
+        found = wire.tensors_in(tuple(args), enc_args) + wire.tensors_in(dict(kwargs), enc_kwargs)
+        inputs = [(name, t) for name, t, _ in found if t.requires_grad]
         params = [
             ((h, n), p)
             for h, m in modules.items()

@@ -84,14 +84,14 @@ class Sandbox:
         if self._cgroup is None:
             threading.Thread(target=self._watch, args=(self.process,), daemon=True).start()
         self.started = False
+        own = self.limits
         limits = {
-            "cpu": self.limits.cpu_seconds,
-            "fsize": self.limits.file_mb * 2**20,
-            "nofile": self.limits.open_files,
+            "cpu": own.cpu_seconds,
+            "fsize": own.file_mb * 2**20,
+            "nofile": own.open_files,
+            "nproc": own.processes,
         }
-        reply, _ = self.request(
-            {"op": wire.Op.HELLO, "limits": {**limits, "nproc": self.limits.processes}}, timeout=120
-        )
+        reply, _ = self.request({"op": wire.Op.HELLO, "limits": limits}, timeout=120)
         self.started = True
         return reply
 

@@ -99,11 +99,8 @@ class Runner:
             if text:
                 outputs.append({"type": wire.Output.STREAM, "name": name, "text": wire.cap(text, MAX_OUTPUT)})
         for shown in captured.outputs[:20]:
-            data = {
-                k: wire.cap(v, MAX_OUTPUT)
-                for k, v in shown.data.items()
-                if k in ("text/plain", "text/html", "text/markdown", "image/png") and isinstance(v, str)
-            }
+            kinds = ("text/plain", "text/html", "text/markdown", "image/png")
+            data = {k: wire.cap(v, MAX_OUTPUT) for k, v in shown.data.items() if k in kinds and isinstance(v, str)}
             outputs.append({"type": wire.Output.DISPLAY, "data": data})
         return {"ok": True, "outputs": outputs, "error": describe(error) if error else None}, {}
 
@@ -124,11 +121,8 @@ class Runner:
         random.setstate(decoder.decode(header["rng"]["random"]).getstate())
         modules = self.load_modules(header["modules"], tensors)
         # The tensors that need gradients, in the order the grader numbered them.
-        wanted = [
-            (name, t)
-            for name, t, _ in wire.tensors_in(args, header["args"]) + wire.tensors_in(kwargs, header["kwargs"])
-            if t.requires_grad
-        ]
+        found = wire.tensors_in(args, header["args"]) + wire.tensors_in(kwargs, header["kwargs"])
+        wanted = [(name, t) for name, t, _ in found if t.requires_grad]
         with torch.set_grad_enabled(bool(header["grad"])):
             result = target(*args, **kwargs)
         encoder = self.encoder = wire.Encoder(self.handle)
@@ -160,13 +154,11 @@ class Runner:
             [outputs[i] for i in keep], inputs, [grads_out[i] for i in keep], allow_unused=True, retain_graph=True
         )
         encoder = wire.Encoder()
-        return {
-            "ok": True,
-            "inputs": [[name, None if g is None else encoder.encode(g)] for (name, _), g in zip(wanted, grads)],
-            "params": [
-                [h, n, None if g is None else encoder.encode(g)] for (h, n, _), g in zip(params, grads[len(wanted) :])
-            ],
-        }, encoder.tensors
+        inputs = [[name, None if g is None else encoder.encode(g)] for (name, _), g in zip(wanted, grads)]
+        params = [
+            [h, n, None if g is None else encoder.encode(g)] for (h, n, _), g in zip(params, grads[len(wanted) :])
+        ]
+        return {"ok": True, "inputs": inputs, "params": params}, encoder.tensors
 
     def op_release(self, header, tensors):
         for c in header.get("calls", []):

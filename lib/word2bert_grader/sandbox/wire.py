@@ -130,10 +130,11 @@ class Encoder:
 
 def module_state(handle: int, module, encoder: Encoder) -> list:
     """``[handle, training, parameters, buffers]``: one mirrored module's state, as either side sends it."""
+    params = {n: encoder.encode(p) for n, p in module._parameters.items() if p is not None}
     return [
         handle,
         module.training,
-        {n: encoder.encode(p) for n, p in module._parameters.items() if p is not None},
+        params,
         {n: encoder.encode(b) for n, b in module._buffers.items() if b is not None},
     ]
 
