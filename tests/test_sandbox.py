@@ -32,7 +32,7 @@ needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewr
 def roundtrip(value, handle=None):
     stream = io.BytesIO()
     encoder = wire.Encoder()
-    wire.write_frame(stream, {"v": encoder.encode(value)}, encoder.tensors)
+    stream.write(wire.frame_bytes({"v": encoder.encode(value)}, encoder.tensors))
     data = stream.getvalue()
     position = [0]
 
@@ -102,7 +102,7 @@ def test_wire_refuses_a_tensor_read_twice_and_oversized_headers():
     encoder = wire.Encoder()
     name = encoder.tensor(torch.zeros(3))
     stream = io.BytesIO()
-    wire.write_frame(stream, {"v": {"$list": [{"$tensor": name}, {"$tensor": name}]}}, encoder.tensors)
+    stream.write(wire.frame_bytes({"v": {"$list": [{"$tensor": name}, {"$tensor": name}]}}, encoder.tensors))
     head, tensors = wire.read_frame(io.BytesIO(stream.getvalue()).read, 2**20)
     with pytest.raises(wire.WireError, match="repeated"):
         wire.Decoder(tensors).decode(head["v"])

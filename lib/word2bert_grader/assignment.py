@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-from dataclasses import dataclass, field
+from collections import namedtuple
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -47,11 +48,7 @@ class Step:
         return without_hidden_tests(self.source) if self.kind is Kind.TEST else self.source
 
 
-@dataclass
-class Plan:
-    steps: list[Step]
-    contract: list[str]  # the names the source's answer cells define: what the tests may use
-    notes: list[str] = field(default_factory=list)
+Plan = namedtuple("Plan", "steps contract notes")  # contract: the names the answer cells define, for the tests
 
 
 class Assignment(BaseModel):

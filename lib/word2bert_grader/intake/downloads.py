@@ -11,6 +11,7 @@ import re
 import stat
 import tempfile
 import zipfile
+from collections import namedtuple
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +34,7 @@ class Problem:
     assignment: str | None = None
 
 
-@dataclass
-class Collected:
-    student: str
-    assignment: str
-    source: str
+Collected = namedtuple("Collected", "student assignment source")  # a notebook filed under submitted/
 
 
 class Refused(Exception):

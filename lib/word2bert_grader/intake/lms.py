@@ -383,13 +383,9 @@ def _zip_entries(path: Path, shown: str, cap: int, course: Course, keep) -> list
     return problems
 
 
-@dataclass
-class Intake:
-    """What ``make autograde`` learns before grading: who may be graded, what the downloads gave, what to say."""
-
-    allowed: set[str] | None  # the roster's students; None: no roster
-    problems: list[Problem]  # the collection's
-    notes: list[str]  # about the roster
+# What ``make autograde`` learns before grading: the roster's students (None: no roster), the downloads' problems, and
+# what to say of the roster.
+Intake = namedtuple("Intake", "allowed problems notes")
 
 
 def intake(

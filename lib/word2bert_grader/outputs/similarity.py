@@ -33,14 +33,8 @@ class Settings:
 Answer = namedtuple("Answer", "student assignment code")  # what a student wrote in the answer cells
 
 
-@dataclass(frozen=True)
-class Pair:
-    assignment: str
-    student_a: str
-    student_b: str
-    score: float  # in [0, 1]
-    shares: tuple[float, float]  # the share of a's code found in b's, and of b's in a's
-    tokens: int  # shared tokens
+# score in [0, 1]; shares: the share of a's code found in b's, and of b's in a's; tokens: how many are shared
+Pair = namedtuple("Pair", "assignment student_a student_b score shares tokens")
 
 
 @dataclass

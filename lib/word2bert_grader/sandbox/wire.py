@@ -150,11 +150,6 @@ def frame_bytes(header: dict, tensors: dict[str, torch.Tensor] | None = None) ->
     return struct.pack(">Q", len(head)) + head + struct.pack(">Q", len(blob)) + blob
 
 
-def write_frame(stream, header: dict, tensors: dict[str, torch.Tensor] | None = None) -> None:
-    stream.write(frame_bytes(header, tensors))
-    stream.flush()
-
-
 def read_frame(read_exactly, max_bytes: int) -> tuple[dict, dict[str, torch.Tensor]]:
     """One frame through ``read_exactly(n) -> bytes``; refuses frames larger than ``max_bytes``."""
     (n,) = struct.unpack(">Q", read_exactly(8))
