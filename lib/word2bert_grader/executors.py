@@ -19,6 +19,7 @@ from word2bert_grader.task import Result, Submission
 
 ATTEMPTS = 3  # deaths of the process grading a submission before it is scored 0
 MARGIN = 120  # seconds past the grader's own limit for a whole submission before its process is killed
+DIED = f"the grader's worker process died {ATTEMPTS} times while grading it"
 
 
 def deadline(task: Submission) -> float:
@@ -57,18 +58,11 @@ def _outcome(future, task: Submission, limit: float) -> Result | None:
     """What a scheduled task gave; None where its process died (the cgroups it left are removed)."""
     try:
         return future.result()
-    except TimeoutError:  # pebble has killed the process; its sandbox died with it
+    except (TimeoutError, ProcessExpired) as stopped:  # pebble killed it at its limit (its sandbox with it), or it died
         Cgroup.remove_orphans()
-        return overtime(task, limit)
-    except ProcessExpired:
-        Cgroup.remove_orphans()
-        return None
+        return overtime(task, limit) if isinstance(stopped, TimeoutError) else None
     except Exception as error:  # a bug of the grader's: reported, never stops the batch
         return failed(task, f"the grader failed: {type(error).__name__}: {str(error)[:300]}")
-
-
-def _died(task: Submission) -> Result:
-    return failed(task, f"the grader's worker process died {ATTEMPTS} times while grading it")
 
 
 def local(tasks: list[Submission], jobs: int, grade_one=None) -> Iterator[Result]:
@@ -86,7 +80,7 @@ def local(tasks: list[Submission], jobs: int, grade_one=None) -> Iterator[Result
                 if result is None and attempt < ATTEMPTS:
                     running[workers.schedule(grade_one, (tasks[i],), timeout=limits[i])] = (i, attempt + 1)
                 else:
-                    yield result or _died(tasks[i])
+                    yield result or failed(tasks[i], DIED)
 
 
 _POOL: ProcessPool | None = None
@@ -109,7 +103,7 @@ def grade_in_fork(task: Submission) -> Result:
         result = _outcome(future, task, limit)
         if result is not None:
             return result
-    return _died(task)
+    return failed(task, DIED)
 
 
 def _grade_in_subprocess(task: Submission, limit: float) -> Result:

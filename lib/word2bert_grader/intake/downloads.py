@@ -196,19 +196,14 @@ def settle(
             sources = ", ".join(c.source for c in named)
             problems.append(Problem(sources, f"conflict: {why}; none collected", student, assignment))
             continue
-        winner = ranked[-1]
-        problems += [
-            Problem(c.source, f"superseded: {winner.source} is newer", student, assignment) for c in ranked[:-1]
-        ]
+        winner, why = ranked[-1], f"superseded: {ranked[-1].source} is newer"
+        problems += [Problem(c.source, why, student, assignment) for c in ranked[:-1]]
+        doing = "read"
         try:
-            data = winner.read(cap)
-        except Exception as e:
-            problems.append(Problem(winner.source, f"refused: {reason(e, 'read')}", student, assignment))
-            continue
-        try:
+            data, doing = winner.read(cap), "write"
             write_notebook(submitted, winner, data)
-        except Exception as e:  # a failed write, or a folder that is a link
-            problems.append(Problem(winner.source, f"refused: {reason(e, 'write')}", student, assignment))
+        except Exception as e:  # damaged or oversized once decompressed; a failed write, or a folder that is a link
+            problems.append(Problem(winner.source, f"refused: {reason(e, doing)}", student, assignment))
         else:
             collected.append(Collected(student, assignment, winner.source))
     done = {(c.student, c.assignment) for c in collected}
@@ -223,12 +218,8 @@ def reason(e: Exception, doing: str) -> str:
 
 
 def collect(
-    downloads: Path,
-    submitted: Path,
-    assignments: Collection[str],
-    roster: set[str] | None = None,
-    max_member_bytes: int = MAX_MEMBER_BYTES,
-) -> tuple[list[Collected], list[Problem]]:
+    downloads: Path, submitted: Path, assignments: Collection[str], roster=None, max_member_bytes=MAX_MEMBER_BYTES
+):
     """File every download of the plain format in ``downloads`` under ``submitted``: (collected, problems)."""
     names = checked_assignments(assignments)
     candidates, problems = [], []

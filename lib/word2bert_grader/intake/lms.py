@@ -20,7 +20,7 @@ from pathlib import Path
 from word2bert_grader.intake import downloads
 from word2bert_grader.intake.course import Course
 from word2bert_grader.intake.deadlines import LMS_RECORD, TIMESTAMP
-from word2bert_grader.intake.downloads import Candidate, Collected, Problem
+from word2bert_grader.intake.downloads import Candidate, Problem
 
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 MOODLE_IDENTITY = ("First name", "Surname", "ID number", "Email address")
@@ -274,15 +274,7 @@ def _owned(entry: Candidate, student, assignment, file: str, order, record: Reco
     return replace(entry, student=student, assignment=assignment, order=order, named=named, beside=beside)
 
 
-def collect(
-    downloads_dir: Path,
-    submitted: Path,
-    assignments,
-    lms: str,
-    roster: Roster | None,
-    course: Course,
-    max_member_bytes: int = downloads.MAX_MEMBER_BYTES,
-) -> tuple[list[Collected], list[Problem]]:
+def collect(downloads_dir: Path, submitted: Path, assignments, lms: str, roster: Roster | None, course: Course):
     """Collect ``downloads_dir/<assignment>/`` of every assignment into ``submitted``."""
     names = downloads.checked_assignments(assignments)
     moodle_owner = lambda name: getattr(parse_moodle(name), "participant", None)  # noqa: E731
@@ -292,11 +284,11 @@ def collect(
         if path.name not in names or path.is_symlink() or not path.is_dir():
             problems.append(Problem(path.name, f"ignored: not a folder named after an assignment ({', '.join(names)})"))
             continue
-        entries, trouble = _entries(path, max_member_bytes, course, owner)
+        entries, trouble = _entries(path, downloads.MAX_MEMBER_BYTES, course, owner)
         found, more = reader(path.name, entries, roster, course, path)
         candidates += found
         problems += trouble + more
-    return downloads.settle(candidates, problems, Path(submitted), max_member_bytes, copies_once=True)
+    return downloads.settle(candidates, problems, Path(submitted), downloads.MAX_MEMBER_BYTES, copies_once=True)
 
 
 def _entries(folder: Path, cap: int, course: Course, owner) -> tuple[list[Candidate], list[Problem]]:

@@ -296,9 +296,9 @@ def _outputs(outputs) -> list[dict]:
     for o in outputs if type(outputs) is list else []:
         if type(o) is not dict:
             continue
-        if o.get("type") == wire.Output.STREAM and o.get("name") in ("stdout", "stderr"):
+        if o.get("type") == "stream" and o.get("name") in ("stdout", "stderr"):
             kept.append({"type": "stream", "name": o["name"], "text": _cap(str(o.get("text", "")))})
-        elif o.get("type") == wire.Output.DISPLAY and type(o.get("data")) is dict:
+        elif o.get("type") == "display" and type(o.get("data")) is dict:
             shown = {"text/plain": MAX_OUTPUT_CHARS, "text/html": MAX_OUTPUT_CHARS, "image/png": 2_000_000}
             data = {k: _cap(str(v), shown[k]) for k, v in o["data"].items() if k in shown}
             kept.append({"type": "display", "data": data})

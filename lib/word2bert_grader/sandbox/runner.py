@@ -97,11 +97,11 @@ class Runner:
         outputs = []
         for name, text in (("stdout", captured.stdout), ("stderr", captured.stderr)):
             if text:
-                outputs.append({"type": wire.Output.STREAM, "name": name, "text": wire.cap(text, MAX_OUTPUT)})
+                outputs.append({"type": "stream", "name": name, "text": wire.cap(text, MAX_OUTPUT)})
         for shown in captured.outputs[:20]:
             kinds = ("text/plain", "text/html", "text/markdown", "image/png")
             data = {k: wire.cap(v, MAX_OUTPUT) for k, v in shown.data.items() if k in kinds and isinstance(v, str)}
-            outputs.append({"type": wire.Output.DISPLAY, "data": data})
+            outputs.append({"type": "display", "data": data})
         return {"ok": True, "outputs": outputs, "error": describe(error) if error else None}, {}
 
     def op_names(self, header, tensors):

@@ -34,13 +34,6 @@ class HandleKind(StrEnum):
     OBJECT = "object"
 
 
-class Output(StrEnum):
-    """The ``"type"`` of a cell's output in a run_cell reply."""
-
-    STREAM = "stream"
-    DISPLAY = "display"
-
-
 MAX_DEPTH = 64
 INT_LIMIT = 2**63  # integers are those of a tensor, int64: Python's hash is the identity on them, nearly
 MAX_SHARED_HASH = 8  # distinct dict keys with one hash (honest data: 2 at most, -1 and -2 say)
