@@ -5,6 +5,7 @@ in nbgrader's format (formgrader shows it unsanitised: the student's markdown is
 
 import base64
 import binascii
+import contextlib
 import json
 import re
 
@@ -49,16 +50,16 @@ class Sanitizer:
     def outputs(self, records) -> None:
         """Every display output of the records, replaced by the one representation shown (see ``display``)."""
         for record in records:
-            shown = [
-                o if o.get("type") == "stream" else dict([self.display(o.get("data", {}))]) for o in record.outputs
-            ]
-            record.outputs = [o if "type" in o else {"type": "display", "data": o} for o in shown]
+            shown = [o if o.get("type") == "stream" else self.display(o.get("data", {})) for o in record.outputs]
+            record.outputs = [o if isinstance(o, dict) else {"type": "display", "data": dict([o])} for o in shown]
 
     def display(self, data: dict) -> tuple[str, str]:
         """What a display output shows: a PNG that is one, HTML cleaned by bleach within limits, or its plain text."""
         png = data.get("image/png", "")
-        if isinstance(png, str) and png and _is_png(png):
-            return "image/png", png
+        with contextlib.suppress(binascii.Error, ValueError):  # a PNG that is one: base64 of its magic number
+            head = base64.b64decode(png[:64] + "=" * (-len(png[:64]) % 4)) if isinstance(png, str) and png else b""
+            if re.fullmatch(r"[A-Za-z0-9+/=\s]+", png or "-") and head[:8] == b"\x89PNG\r\n\x1a\n":
+                return "image/png", png
         markup = data.get("text/html")
         if isinstance(markup, str):
             tags = markup.count("<")
@@ -105,15 +106,6 @@ def with_lateness(page: str, lateness, score: float) -> str:
         text += f". Late penalty: {penalty:g} points; score after the penalty: {score - penalty:g}"
     head, found, rest = page.partition("</h1>")
     return head + found + str(_parts.deadline(text)) + rest if found else page
-
-
-def _is_png(data: str) -> bool:
-    if not re.fullmatch(r"[A-Za-z0-9+/=\s]+", data):
-        return False
-    try:
-        return base64.b64decode(data[:64] + "=" * (-len(data[:64]) % 4))[:8] == b"\x89PNG\r\n\x1a\n"
-    except (binascii.Error, ValueError):
-        return False
 
 
 def graded_notebook(source_cells: list[dict], records) -> str:
