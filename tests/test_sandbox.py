@@ -477,13 +477,12 @@ def test_feedback_escapes_and_sanitizes_what_the_student_wrote():
 
 
 def test_the_similarity_page_escapes_what_students_wrote():
-    from word2bert_grader.outputs import render
+    from word2bert_grader.outputs import _PAGES
     from word2bert_grader.outputs.similarity import Pair, Report
 
     pair = Pair("a", "<b>eve</b>", "solutions", 0.9, (0.9, 0.8), 100)
     code = [("x = 1  # </pre><script>alert(1)</script>", True), ("<img src=x onerror=alert(2)>", False)]
-    page = render(
-        "similarity.html",
+    page = _PAGES.get_template("similarity.html").render(
         report=Report([pair], 2, 1),
         pairs=[{"pair": pair, "sides": [("a/<i>", code)] * 2}],
         threshold=0.6,

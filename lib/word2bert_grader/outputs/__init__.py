@@ -7,7 +7,3 @@ import jinja2
 
 _TEMPLATES = jinja2.FileSystemLoader(Path(__file__).parent / "templates")
 _PAGES = jinja2.Environment(loader=_TEMPLATES, autoescape=True, undefined=jinja2.StrictUndefined)
-
-
-def render(template: str, **values) -> str:
-    return _PAGES.get_template(template).render(**values)

@@ -15,7 +15,7 @@ import numpy as np
 
 from word2bert_grader.assignment import Assignment, Kind, assignments, meta, read_cells, text
 from word2bert_grader.intake import submissions
-from word2bert_grader.outputs import render
+from word2bert_grader.outputs import _PAGES
 
 SOLUTIONS = "solutions"
 
@@ -159,7 +159,7 @@ def _html(report: Report, fingerprints: dict, settings: Settings) -> str:
         students = (p.student_a, p.student_b)
         sides = [(f"{p.assignment}/{s}", _marked(f.raw_code, cut)) for s, f, cut in zip(students, (fa, fb), slices)]
         shown.append({"pair": p, "sides": sides})
-    return render("similarity.html", report=report, pairs=shown, threshold=settings.threshold)
+    return _PAGES.get_template("similarity.html").render(report=report, pairs=shown, threshold=settings.threshold)
 
 
 def _marked(code: str, slices) -> list[tuple[str, bool]]:

@@ -157,7 +157,7 @@ class Session:
         if kind == wire.HandleKind.CLASS:
             if spec.get("base") is not None:
                 return self.mirror.module_class(h, name, spec["base"])
-            return RemoteClass(self, h, name)
+            return RemoteFunction(self, h, name, "class")
         if kind == wire.HandleKind.MODULE:
             return self.mirror.tree(spec.get("tree"), self._current_decoder)
         return RemoteObject(self, h, name)
@@ -246,25 +246,17 @@ class _RemoteCall(torch.autograd.Function):
 
 
 class RemoteFunction:
-    """A function (or any callable) the student defined."""
+    """A function (or any callable) the student defined; a class that is not a torch module (``kind`` "class")."""
 
-    def __init__(self, session: Session, handle: int, name: str):
-        self._w2b_session, self._w2b_handle, self.__name__ = session, handle, name
-        self._w2b_generation = session.generation
-        self.__qualname__ = name
+    def __init__(self, session: Session, handle: int, name: str, kind: str = "function"):
+        self._w2b_session, self._w2b_handle, self._w2b_kind, self.__name__ = session, handle, kind, name
+        self._w2b_generation, self.__qualname__ = session.generation, name
 
     def __call__(self, *args, **kwargs):
         return self._w2b_session.call(self, None, args, kwargs)
 
     def __repr__(self) -> str:
-        return f"<student function {self.__name__}>"
-
-
-class RemoteClass(RemoteFunction):
-    """A class of the student's that is not a torch module: calling it makes a :class:`RemoteObject`."""
-
-    def __repr__(self) -> str:
-        return f"<student class {self.__name__}>"
+        return f"<student {self._w2b_kind} {self.__name__}>"
 
 
 class RemoteObject:
