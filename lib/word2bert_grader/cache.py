@@ -12,8 +12,7 @@ import word2bert_grader
 from word2bert_grader.task import Result, Submission
 
 CACHE = ".grading-cache"
-# The modules that decide a result: the worker's code, and the executors (a submission stopped at their wall-clock
-# limit gets their row, which is cached too); editing the pipeline, the intake or the reports regrades nothing.
+# The modules that decide a result (the executors' row of a submission stopped at its limit is cached too)
 GRADING_MODULES = (
     *("assignment", "task", "executors", "outputs/feedback", "remote/harness", "remote/proxy", "remote/mirror"),
     *("sandbox/process", "sandbox/bwrap", "sandbox/seccomp", "sandbox/cgroups", "sandbox/launch", "sandbox/runner"),

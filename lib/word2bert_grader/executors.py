@@ -1,6 +1,5 @@
-"""Where submissions are graded: pebble's process pool here, or one on each worker of a Dask cluster. One process per
-submission; a death is charged to its submission (graded again, ``ATTEMPTS`` in all); past its wall-clock limit
-(:func:`deadline`) a process is killed and its submission gets a failed row. Only data crosses (README.md)."""
+"""Where submissions are graded: pebble's process pool here, or one on each Dask worker; one process per submission,
+a death charged to its submission (graded again, ``ATTEMPTS`` in all), a process past :func:`deadline` killed."""
 
 import json
 import multiprocessing
@@ -124,10 +123,8 @@ def cluster(tasks: list[Submission], scheduler: str) -> Iterator[Result]:
     from distributed.scheduler import KilledWorker
 
     with Client(scheduler, timeout="30s") as client:
-        futures = {
-            client.submit(grade_in_fork, task, pure=False, retries=0, key=f"grade-{'-'.join(task.key)}-{i}"): task
-            for i, task in enumerate(tasks)
-        }
+        keys = [f"grade-{'-'.join(task.key)}-{i}" for i, task in enumerate(tasks)]
+        futures = {client.submit(grade_in_fork, t, pure=False, retries=0, key=k): t for t, k in zip(tasks, keys)}
         for future in as_completed(futures):
             task = futures[future]
             try:

@@ -69,8 +69,7 @@ class Result(BaseModel):
     seconds: float = 0.0
     feedback: str = ""  # the feedback page (HTML)
     autograded: str = ""  # the graded notebook (JSON)
-    # the cause of a failure was the grading machinery (a worker died), not the submission: not cached, so that
-    # the next run tries again
+    # the failure was the grading machinery's (a worker died), not the submission's: not cached, tried again
     transient: bool = False
 
     @classmethod

@@ -26,8 +26,7 @@ CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 MOODLE_IDENTITY = ("First name", "Surname", "ID number", "Email address")
 MOODLE_TIME_FORMATS = ("%A, %d %B %Y, %I:%M %p", "%A, %d %B %Y, %H:%M", "%d %B %Y, %I:%M %p")
 MAX_SHEET_BYTES = 20 * 2**20  # a grading worksheet
-# Canvas's name part and its file's name are at most 255 characters each: a longer name is none of Canvas's (a zip
-# member's name of 65,535 "_1" groups has 32,000 readings, each with its own file name: 20 s and 2 GB).
+# Canvas's names and file names are 255 characters at most: a longer one is not Canvas's (and its readings add up)
 MAX_CANVAS_NAME = 1024
 MAX_DEPTH = 4  # folders below an assignment's download folder
 MAX_OWNER_FILES = downloads.MAX_MEMBERS  # an owner's files in one download (notebooks first)
@@ -52,7 +51,6 @@ class Roster:
     lms: str
     people: list[Person] = field(default_factory=list)
     header: list[str] = field(default_factory=list)  # the export's columns (assignment columns included)
-    points: dict[str, str] = field(default_factory=dict)  # Canvas's Points Possible row
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -85,10 +83,8 @@ def read_roster(path: Path, lms: str, id_column: str) -> Roster:
         return roster
     for number, row in enumerate(rows[1:], start=2):
         values = dict(zip(header, (cell.strip() for cell in row), strict=False))
-        if lms == "canvas" and values.get("Student") == "Points Possible":
-            roster.points = values
-        if not any(values.values()) or values is roster.points:
-            continue
+        if not any(values.values()) or (lms == "canvas" and values.get("Student") == "Points Possible"):
+            continue  # an empty row; Canvas's row of the points possible
         first_last = " ".join(filter(None, (values.get("First name"), values.get("Surname"))))
         name, student = values.get("Student", "") if lms == "canvas" else first_last, values.get(id_column, "")
         why = "has no " + id_column if not student else downloads.id_problem(student)  # ids become folder names
@@ -375,8 +371,7 @@ def _zip_entries(path: Path, shown: str, cap: int, course: Course, keep) -> list
     return problems
 
 
-# What ``make autograde`` learns before grading: the roster's students (None: no roster), the downloads' problems, and
-# what to say of the roster.
+# What make autograde learns first: the roster's students (None: no roster), the downloads' problems, roster notes
 Intake = namedtuple("Intake", "allowed problems notes")
 
 

@@ -1,7 +1,5 @@
-"""What the student and the instructor get back, built from data alone: :func:`page`, the student's feedback (hidden
-tests shown only as "hidden tests ran here" with their message; student text escaped, markdown rendered without
-HTML, HTML outputs cleaned by bleach, images PNG only, a size cap); :func:`graded_notebook`, the instructor's copy,
-in nbgrader's format (formgrader shows it unsanitised: the student's markdown is fenced text there)."""
+"""What the student and the instructor get back, built from data alone: the student's page (hidden tests never shown,
+student text escaped or cleaned, a size cap) and the instructor's graded copy, in nbgrader's format."""
 
 import base64
 import binascii
@@ -18,10 +16,8 @@ from word2bert_grader.outputs import _PAGES
 from word2bert_grader.task import Result
 
 MAX_PAGE_CHARS = 2_000_000
-# Student text is rendered or cleaned within limits, because the libraries' cost is not linear in it: markdown-it
-# takes time quadratic in link reference definitions (switched off: "[a]: b" shows as text) and about 0.1 ms a
-# character on other hostile input; html5lib's output and time grow with the square of nested formatting tags
-# ("<b id=1><p>" repeated). Past a limit, markdown is shown as plain text and HTML as the output's text/plain.
+# Student text is rendered or cleaned within limits (markdown-it is quadratic in link reference definitions, switched
+# off; html5lib in nested formatting tags): past them, markdown shows as plain text and HTML as the text/plain.
 MAX_MARKDOWN_CHARS = 20_000  # of one student markdown cell or written answer, rendered
 MARKDOWN_BUDGET = 100_000  # characters of student markdown rendered per submission
 MAX_HTML_CHARS = 20_000  # of one HTML output, cleaned
@@ -122,8 +118,7 @@ def graded_notebook(source_cells: list[dict], records) -> str:
             cells.append({"cell_type": "markdown", "metadata": own, "source": text})
             continue
         outputs = []
-        # a test cell shows the grader's verdict only: what its visible half printed in the sandbox (run there to
-        # catch tampering, without the course library) is not the test's result and would mislead
+        # a test cell shows the grader's verdict only, not what its visible half printed in the sandbox
         for o in record.outputs if step.kind is not Kind.TEST else []:
             left -= len(json.dumps(o))  # the cleaned output (Sanitizer.outputs) is what is counted
             if left < 0:

@@ -80,8 +80,7 @@ def record(db: Path, results: list[Result], regrade: set[tuple[str, str, str]] =
             for nb in submission.notebooks:
                 for grade in nb.grades:
                     if grade.name in r.written:
-                        # A failed run (perhaps only a loaded machine) leaves the hand score alone: the text it
-                        # was given for is still the recorded one, and counts again once the run succeeds.
+                        # a failed run (a loaded machine?) leaves it alone: it counts again once a run succeeds
                         if not r.failure and (r.student, r.assignment, grade.name) in regrade:
                             grade.manual_score = grade.extra_credit = None
                         grade.auto_score = None

@@ -10,11 +10,11 @@ from word2bert_grader.outputs.feedback import failure_page
 from word2bert_grader.outputs.gradebook import Recorded
 from word2bert_grader.task import Result
 
-UNSAFE_BANNER = (
-    "WARNING: --unsafe-no-sandbox: student code ran WITHOUT confinement, as this user, with "
-    "network, files and processes in reach. Scores still come from the grader's own process, "
-    "but these grades are not safe to put on a transcript."
+UNSAFE_BANNER = "WARNING: --unsafe-no-sandbox: student code ran WITHOUT confinement, as this user, with network, files "
+UNSAFE_BANNER += (
+    "and processes in reach. Scores still come from the grader's own process, but these grades are not safe "
 )
+UNSAFE_BANNER += "to put on a transcript."
 
 
 def write_outputs(root: Path, results: list[Result]) -> list[Result]:

@@ -1,6 +1,5 @@
 """Similar answers across a class and against the public solutions (``make similarity``), by copydetect's winnowing
-fingerprints as MOSS does; boilerplate and idioms left out, an index picks the pairs worth comparing. Student code is
-data here: read within caps, hashed, never run, shown through autoescape."""
+fingerprints; student code is data here: read within caps, hashed, never run, shown through autoescape."""
 
 import copy
 import csv
@@ -70,19 +69,16 @@ def compare(
     return report
 
 
-# pygments lexes ``self`` and ``cls`` as builtin names, which copydetect keeps as text, so a copied class whose
-# ``self`` is renamed would match nothing. Fingerprinted as names of the same length, they become variables like
-# any other; the report shows the code as written (same length, so copydetect's offsets still hold).
+# pygments lexes ``self`` and ``cls`` as builtins, which copydetect keeps as text (a copy renaming them would match
+# nothing): fingerprinted as names of the same length, so that the report's offsets still hold on the code as written
 _PSEUDO_NAMES = re.compile(r"\b(self|cls)\b")
 
 
 def _fingerprint(code: str, settings: Settings, boilerplate=()):
     from copydetect import CodeFingerprint
 
-    named, window = (
-        io.StringIO(_PSEUDO_NAMES.sub(lambda m: "v" * len(m[0]), code)),
-        settings.guarantee - settings.noise + 1,
-    )
+    named = io.StringIO(_PSEUDO_NAMES.sub(lambda m: "v" * len(m[0]), code))
+    window = settings.guarantee - settings.noise + 1
     fingerprint = CodeFingerprint("answer.py", settings.noise, window, boilerplate, True, "python", fp=named)
     fingerprint.raw_code = code
     return fingerprint
@@ -98,8 +94,7 @@ def _compare_one(group: list[Answer], solution: str, boilerplate: str, settings:
         prints[SOLUTIONS] = _fingerprint(solution, settings, base)
     reference = prints.get(SOLUTIONS)
     students = [s for s in prints if s != SOLUTIONS]
-    # Between students: without the solution's fingerprints (each copy of it is reported against it) and without
-    # the idioms that many share.
+    # between students: without the solution's fingerprints (copies of it are reported against it), nor idioms
     held: dict[int, list[int]] = defaultdict(list)
     for i, s in enumerate(students):
         for h in prints[s].hashes:
@@ -113,15 +108,11 @@ def _compare_one(group: list[Answer], solution: str, boilerplate: str, settings:
                 for y in range(x + 1, len(who)):
                     shared[who[x], who[y]] += 1
     trimmed = {s: _without(prints[s], dropped) for s in students}
-    # a score is the share of an answer covered by shared fingerprints: a pair at the threshold shares about that share
-    # of the smaller answer's fingerprints; half of it leaves a margin
+    # a pair at the threshold shares about that share of the smaller answer's fingerprints: half of it, with a margin
     size = {s: len(trimmed[s].hashes) for s in students}
     pairs = [(students[i], students[j], n) for (i, j), n in shared.items()]
-    candidates = [
-        (a, b, trimmed[a], trimmed[b])
-        for a, b, n in pairs
-        if n >= max(1, settings.threshold * min(size[a], size[b]) // 2)
-    ]
+    pairs = [(a, b) for a, b, n in pairs if n >= max(1, settings.threshold * min(size[a], size[b]) // 2)]
+    candidates = [(a, b, trimmed[a], trimmed[b]) for a, b in pairs]
     if reference is not None:
         candidates += [(s, SOLUTIONS, prints[s], reference) for s in students if prints[s].hashes & reference.hashes]
     flagged = []

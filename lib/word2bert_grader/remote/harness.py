@@ -1,8 +1,5 @@
-"""Grade one submission: its code in a sandbox, the tests here, the verdicts from here alone.
-
-In notebook order every code cell runs in the sandbox (a test's visible half too: a kernel that passes what the
-grader fails is evidence of tampering), and each test runs here right after, whole, on proxies of the student's names
-as they stand there. A cell that stops the sandbox costs what depends on it: the cells before are replayed."""
+"""Grade one submission: its code in a sandbox, the tests here, the verdicts from here alone (README.md, "The plan":
+code cells in the sandbox, each test here right after on proxies; a cell that stops the sandbox costs what needs it)."""
 
 import builtins
 import contextlib
@@ -41,8 +38,7 @@ class Record:
     message: str = ""  # why the test failed
     test_output: str = ""  # what a visible test printed
     wrote_stderr: bool = False
-    # the test failed on the sandbox, not on a value: it crashed or ran past the limit in the grader's run (a loaded
-    # machine can take a test that passed in the kernel past it), or gave what the grader cannot read
+    # failed on the sandbox (a crash, a time limit, a value the grader cannot read), not on a value: no tampering
     sandbox_failed: bool = False
 
 
@@ -113,9 +109,8 @@ def _score(result: Result, records: list[Record], points: dict[str, float]) -> N
             result.notes.append(f"cell {label} {r.failure}")
         if r.wrote_stderr:
             result.notes.append(f"your code wrote to stderr during {s.grade_id} (warnings are not counted against you)")
-        # Evidence of tampering: the kernel ran this whole test (it has no hidden part) on the values the grader
-        # tested too (bound at the same place), passed it, and the same code failed here on an ordinary assertion
-        # or error. A value the grader could not read, a crash or a time limit is reported as what it is.
+        # tampering: the kernel passed this whole test (no hidden part) on the values tested here, and here it failed
+        # on an ordinary assertion or error (not on a crash, a time limit or a value the grader could not read)
         visible_only = s.visible == s.source
         if s.kind is Kind.TEST and r.sandbox_passed and r.passed is False and visible_only and not r.sandbox_failed:
             result.tampering.append(f"{s.grade_id} passed in your notebook's kernel but failed in the grader")
@@ -148,10 +143,8 @@ class _Grader:
     def __init__(self, config: Settings, sandbox: Sandbox, records: list[Record]):
         self.config, self.sandbox, self.records = config, sandbox, records
         self.ran: list[Record] = []  # cells that finished in the sandbox: replayed after a restart
-        self.restarts = 0
-        self.cells_run = 0  # requests to run a cell, so far (the names bound for a test are those after them)
-        self.own_cells, self.own_seconds = 0, 0.0  # the student's own cells, bounded in number and time
-        self.replayed = 0.0  # seconds spent replaying cells after restarts (Settings.replay_seconds at most)
+        # restarts; cells sent (a test's names are bound after them); own cells and seconds; seconds of replays
+        self.restarts, self.cells_run, self.own_cells, self.own_seconds, self.replayed = 0, 0, 0, 0.0, 0.0
 
     def start(self) -> None:
         """Start (or restart) the sandbox and replay the cells that finished before (Settings.replay_seconds in all)."""

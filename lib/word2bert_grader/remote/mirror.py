@@ -1,6 +1,5 @@
-"""The grader's mirror of a student's ``nn.Module``: a real module holding its parameters, buffers and submodules,
-whose ``forward`` runs in the sandbox (torch's own layers run here). A description is hostile input: names are
-checked, nothing is imported or run."""
+"""The grader's mirror of a student's ``nn.Module``: a real module whose ``forward`` runs in the sandbox; the
+description it is built from is hostile input (names are checked, nothing is imported or run)."""
 
 import re
 
@@ -22,8 +21,7 @@ class Mirror:
     def module_class(self, h: int, name: str, base) -> type:
         key = (self.session.generation, h)
         if key not in self._classes:
-            # torch's own classes whose forward runs here are bases of the mirror (isinstance holds); any other's
-            # forward runs in the sandbox, on a plain module holding its parameters and buffers
+            # torch's own classes whose forward runs here are bases (isinstance holds); others' forward runs there
             base_cls = getattr(nn, base) if base in LOCAL_MODULES else nn.Module
             members = {"_w2b_class": h, "_w2b_handle": h, "_w2b_session": self.session, "__module__": "student"}
             self._classes[key] = type(name, (RemoteModule, base_cls), {**members, "_w2b_generation": key[0]})
@@ -73,9 +71,8 @@ class Mirror:
         attrs = node.get("attrs") or {}
         if type(attrs) is not dict:
             raise wire.WireError("module attributes are not a dict")
-        # A plain attribute never shadows a parameter, buffer or submodule (torch's __setattr__ keeps them apart):
-        # one that did would be what a layer whose forward runs here (nn.Linear's weight) computes with, while the
-        # tests set and read the parameter.
+        # a plain attribute never shadows a parameter, buffer or submodule (as torch's __setattr__ keeps them apart:
+        # nn.Linear's forward here would compute with it while the tests set the parameter)
         members = {*module._parameters, *module._buffers, *module._modules}
         for k, v in attrs.items():
             k = _attribute(k)

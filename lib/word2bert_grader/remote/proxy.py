@@ -1,8 +1,5 @@
-"""The grader's side of a sandbox: what the student defined, as proxies the tests call as if it were here.
-
-Arguments go as data and what comes back is rebuilt by :mod:`wire`; changes in place come back, the global random
-state is sent (never taken back), gradients flow (:class:`_RemoteCall`), modules are mirrored (:mod:`.mirror`), the
-student's exception is raised as its built-in type, and a crash or time-out is a :class:`SandboxFailure`."""
+"""The grader's side of a sandbox: what the student defined, as proxies the tests call as if it were here (data in,
+changes in place back, gradients across, exceptions as their built-in types, a crash a :class:`SandboxFailure`)."""
 
 import builtins
 import functools
@@ -107,12 +104,8 @@ class Session:
         states = [wire.module_state(h, m, encoder) for h, m in modules.items()]
         found = wire.tensors_in(tuple(args), enc_args) + wire.tensors_in(dict(kwargs), enc_kwargs)
         inputs = [(name, t) for name, t, _ in found if t.requires_grad]
-        params = [
-            ((h, n), p)
-            for h, m in modules.items()
-            for n, p in m._parameters.items()
-            if p is not None and p.requires_grad
-        ]
+        params = [((h, n), p) for h, m in modules.items() for n, p in m._parameters.items() if p is not None]
+        params = [(key, p) for key, p in params if p.requires_grad]
         header = dict(op=wire.Op.CALL, target=target._w2b_handle, method=method, args=enc_args, kwargs=enc_kwargs)
         header.update(rng=rng, modules=states, grad=torch.is_grad_enabled())
         call = _Call(self, header, encoder, args, kwargs, modules, inputs, params)
@@ -123,8 +116,7 @@ class Session:
             call.run()
             return call.result
         finally:
-            # The student's code may have drawn random numbers; move the grader's streams on by a step of
-            # its own, so that the next call does not see the same state (never the student's state).
+            # move the grader's random streams on by a step of their own (never taking the student's state)
             torch.randint(0, 2, (1,))
             random.random()
 

@@ -14,8 +14,7 @@ from word2bert_grader.sandbox import launch
 HERE = Path(__file__).resolve().parent
 INSIDE = "/opt/word2bert-sandbox"  # where runner.py and wire.py are mounted
 SCRATCH = "/home/student"  # the submission's working directory and $HOME
-# Host uids for sandboxes started by root: one each (the start plus the grading process's pid, unique while it
-# runs), above systemd's container ranges and below its "foreign" range, so no account's.
+# Host uids of sandboxes started by root, one each (plus the grader's pid), between systemd's ranges: no account's.
 SANDBOX_UIDS = range(0x70000000, 0x70000000 + 2**22)
 # /proc as runc leaves it: read-only where a write changes the host, hidden where a read exposes the kernel.
 PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")

@@ -85,12 +85,7 @@ class Sandbox:
             threading.Thread(target=self._watch, args=(self.process,), daemon=True).start()
         self.started = False
         own = self.limits
-        limits = {
-            "cpu": own.cpu_seconds,
-            "fsize": own.file_mb * 2**20,
-            "nofile": own.open_files,
-            "nproc": own.processes,
-        }
+        limits = dict(cpu=own.cpu_seconds, fsize=own.file_mb * 2**20, nofile=own.open_files, nproc=own.processes)
         reply, _ = self.request({"op": wire.Op.HELLO, "limits": limits}, timeout=120)
         self.started = True
         return reply

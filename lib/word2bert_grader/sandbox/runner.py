@@ -66,8 +66,7 @@ class Runner:
             self.out.write(wire.frame_bytes(reply, out_tensors))
 
     def op_hello(self, header, tensors):
-        # The grader's process caps its own memory with a soft RLIMIT_DATA (harness.grade_in_own_process) that
-        # this process inherits; the sandbox's memory limit is its cgroup's, so the soft cap is lifted here.
+        # the grader's soft RLIMIT_DATA (grade_in_own_process) is inherited: lifted (the cgroup is this one's limit)
         data = resource.getrlimit(resource.RLIMIT_DATA)[1]
         resource.setrlimit(resource.RLIMIT_DATA, (data, data))
         limits = header.get("limits", {})

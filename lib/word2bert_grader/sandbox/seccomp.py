@@ -3,10 +3,8 @@
 import os
 import struct
 
-# System calls student code has no use for, that container escapes go through: kernel modules and keys, mounts and
-# namespaces, eBPF, io_uring, perf, userfaultfd, handles to other file systems' files, other processes' memory;
-# inotify, whose instances are a per-user quota; and Linux AIO, whose contexts are a quota of the whole machine (one
-# sandbox could take all of fs.aio-max-nr). Each is its name and its numbers on x86_64 and aarch64 (- where none).
+# Calls student code has no use for, that container escapes go through (modules, keys, mounts, namespaces, eBPF, ...),
+# and per-user or machine-wide quotas (inotify, Linux AIO): a name and its numbers on x86_64 and aarch64 (-: none).
 _TABLE = """
 ptrace 101 117, pivot_root 155 41, mount 165 40, umount2 166 39, reboot 169 142, init_module 175 105,
 delete_module 176 106, io_setup 206 0, kexec_load 246 104, add_key 248 217, request_key 249 218, keyctl 250 219,
@@ -18,8 +16,7 @@ fspick 433 433, mount_setattr 442 442
 """
 _SYSCALLS = {name: numbers for name, *numbers in (entry.split() for entry in _TABLE.replace("\n", " ").split(","))}
 _ARCHITECTURES = {"x86_64": (0xC000003E, 0), "aarch64": (0xC00000B7, 1)}  # AUDIT_ARCH_*, column of _SYSCALLS
-# socket() of the virtual machine's channel to its host (AF_VSOCK): no network namespace isolates it, so a sandbox
-# in a VM could reach the host's services through it (Docker's default profile refuses it too)
+# socket() of a virtual machine's channel to its host (AF_VSOCK), which no network namespace isolates
 _SOCKET, AF_VSOCK = (41, 198), 40
 
 

@@ -1,7 +1,5 @@
-"""The data-only channel between the trusted grader and a sandboxed submission: one frame per message, a JSON header
-and a safetensors blob of the tensors it names, values as tagged JSON (README.md, "The wire"). Nothing here
-unpickles, imports or executes what it reads; every frame from a sandbox is hostile input. This file runs on both
-sides (bound read-only into each sandbox), so it imports nothing of the grader."""
+"""The data-only channel between the grader and a sandbox (README.md, "The wire"): nothing read is unpickled, imported
+or executed. It runs on both sides, bound read-only into each sandbox, so it imports nothing of the grader."""
 
 import json
 import random
@@ -25,24 +23,17 @@ class Op(StrEnum):
     RELEASE = "release"  # forget calls the grader no longer holds
 
 
-class HandleKind(StrEnum):
-    """What a handle (``{"$handle": h, "kind": ...}``) names, so that the grader knows which proxy to build."""
-
-    MODULE = "module"
-    CLASS = "class"
-    FUNCTION = "function"
-    OBJECT = "object"
+# What a handle (``{"$handle": h, "kind": ...}``) names, so that the grader knows which proxy to build.
+HandleKind = StrEnum("HandleKind", {"MODULE": "module", "CLASS": "class", "FUNCTION": "function", "OBJECT": "object"})
 
 
 MAX_DEPTH = 64
 INT_LIMIT = 2**63  # integers are those of a tensor, int64: Python's hash is the identity on them, nearly
 MAX_SHARED_HASH = 8  # distinct dict keys with one hash (honest data: 2 at most, -1 and -2 say)
 MAX_HEADER = 8 * 2**20  # JSON becomes Python objects many times its size: kept well under the tensors' cap
-# values of the arguments that a result's references ({"$arg": n}) may stand for, in all: about what a header holds by
-# value, so that a few bytes naming a large argument many times cannot make the tests' work on the result unbounded
+# values that a result's references to its arguments ({"$arg": n}) may stand for, in all (a header's worth)
 MAX_REFERENCED = 2**22
-# torch.nn modules whose forward the grader runs itself from their attributes and tensors (see proxy.py); every
-# other module, torch's own included, runs its forward in the sandbox
+# torch.nn modules whose forward the grader runs itself; every other module's runs in the sandbox
 LOCAL_MODULES = frozenset(
     "Linear Bilinear Identity Dropout Dropout1d Dropout2d Dropout3d AlphaDropout LayerNorm Embedding ReLU GELU Tanh "
     "Sigmoid SiLU Softmax LogSoftmax LeakyReLU ELU Softplus Flatten Sequential ModuleList ModuleDict".split()
@@ -124,12 +115,8 @@ class Encoder:
 def module_state(handle: int, module, encoder: Encoder) -> list:
     """``[handle, training, parameters, buffers]``: one mirrored module's state, as either side sends it."""
     params = {n: encoder.encode(p) for n, p in module._parameters.items() if p is not None}
-    return [
-        handle,
-        module.training,
-        params,
-        {n: encoder.encode(b) for n, b in module._buffers.items() if b is not None},
-    ]
+    buffers = {n: encoder.encode(b) for n, b in module._buffers.items() if b is not None}
+    return [handle, module.training, params, buffers]
 
 
 def cap(text: str, limit: int) -> str:
@@ -179,8 +166,7 @@ class Decoder:
         self.containers: list = []  # every list and dict decoded, children first (as Encoder.containers)
 
     def tensor(self, name) -> torch.Tensor:
-        # Encoders name every reference anew, so a name read twice is a forged message (and a way
-        # to make the reader copy one large tensor many times).
+        # encoders name every tensor anew: a name read twice is forged (a way to copy one large tensor many times)
         if type(name) is not str or name not in self.tensors or name in self.used:
             raise WireError(f"unknown or repeated tensor {str(name)[:40]!r}")
         self.used.add(name)
