@@ -42,6 +42,8 @@ def _stand_ins() -> None:
         display.display = lambda *objects, **kwargs: None
         ipython = types.ModuleType("IPython")
         ipython.display = display
+        ipython.get_ipython = lambda: None  # matplotlib asks whether it runs under IPython, and which
+        ipython.version_info = (9, 0, 0)
         sys.modules |= {"IPython": ipython, "IPython.display": display}
     try:
         import myst_nb  # noqa: F401
@@ -112,12 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         print(json.dumps(run_one(args.one)))
         return 0
-    notebooks = sorted(
+    # notebooks named one by one run in the order given (the longest first, say); a folder's in name order
+    notebooks = [
         nb
         for path in args.paths
-        for nb in ([path] if path.suffix == ".ipynb" else path.rglob("*.ipynb"))
+        for nb in ([path] if path.suffix == ".ipynb" else sorted(path.rglob("*.ipynb")))
         if ".ipynb_checkpoints" not in nb.parts and "_build" not in nb.parts
-    )
+    ]
     with ThreadPoolExecutor(args.jobs) as pool:
         results = []
         for result in pool.map(lambda nb: run(nb, args.timeout), notebooks):
