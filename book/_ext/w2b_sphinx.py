@@ -91,8 +91,9 @@ def download_role(name, rawtext, text, lineno, inliner, options=None, content=No
     return [node], []
 
 
-def _retina_profile() -> Path:
-    """An IPython folder whose kernels draw inline figures at twice their resolution."""
+def retina_profile() -> Path:
+    """An IPython folder whose kernels draw inline figures at twice their resolution (also used by
+    tools/execute_book.py, which runs the notebooks before the build)."""
     folder = Path(tempfile.mkdtemp(prefix="w2b-ipython-"))
     (folder / "profile_default").mkdir()
     config = 'c.InlineBackend.figure_formats = {"retina"}\n'
@@ -102,7 +103,7 @@ def _retina_profile() -> Path:
 
 def setup(app):
     os.environ["TQDM_DISABLE"] = "1"  # read by tqdm when a notebook's kernel imports it
-    profile = _retina_profile()
+    profile = retina_profile()
     os.environ["IPYTHONDIR"] = str(profile)  # read by each notebook's kernel when it starts
     app.connect("build-finished", lambda app, exception: shutil.rmtree(profile, ignore_errors=True))
     # Warnings settings of the build (the tests show deprecation warnings) are not the notebooks': their
