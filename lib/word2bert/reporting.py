@@ -17,20 +17,21 @@ from .data import SenseOccurrence, pretraining_documents
 from .embedding import Embedder, word_vectors
 from .probes import ProbeResult, embed_occurrences
 
-# The book's figures, for ``plt.style.use(BOOK_STYLE)``. The text column is about 700 px wide and a figure is shown
-# at its natural size up to that width: at 7 inches and 100 dpi a figure is never scaled down, and its smallest
-# label, 10 points, is 14 px high. A wider figure shrinks with its labels (15 inches: to 6 px), so pages keep to
-# 7 inches and lay several panels out in rows.
+# The book's figures, for ``plt.style.use(BOOK_STYLE)``. A figure of 5 inches at 100 dpi is 500 px wide, and its
+# smallest label, 11 points, is 15 px high. A wide screen shows it at that size; a phone shrinks it to the text
+# column, and at 400 px its labels are still 12 px high, 9 points. The book draws every figure at twice that
+# resolution (book/_ext/w2b_sphinx.py), so that shrunk or on a sharp screen its labels stay crisp. Pages keep to 5
+# inches and lay several panels out in rows rather than side by side.
 BOOK_STYLE = {
-    "figure.figsize": (7.0, 4.0),
+    "figure.figsize": (5.0, 3.4),
     "figure.dpi": 100,
     "figure.constrained_layout.use": True,
     "font.size": 11,
     "axes.titlesize": 12,
     "axes.labelsize": 11,
-    "xtick.labelsize": 10,
-    "ytick.labelsize": 10,
-    "legend.fontsize": 10,
+    "xtick.labelsize": 11,
+    "ytick.labelsize": 11,
+    "legend.fontsize": 11,
     "figure.titlesize": 12,
 }
 

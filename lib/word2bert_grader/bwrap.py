@@ -120,6 +120,9 @@ def bwrap_command(limits: Limits, staged: bool = False) -> list[str]:
         "--setenv",
         "LANG",
         "C.UTF-8",
+        "--setenv",  # a notebook's own explorations (a real model on the student's sentences) skip while graded
+        "W2B_GRADING",
+        "1",
         "--proc",
         "/proc",
         "--dev",

@@ -135,7 +135,7 @@ class Sandbox:
         cmd = launch_command(argv, self._cgroup.procs_files() if self._cgroup else [], uid)
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         if self.unsafe:
-            env.update(MPLBACKEND="Agg", OMP_NUM_THREADS="1")
+            env.update(MPLBACKEND="Agg", OMP_NUM_THREADS="1", W2B_GRADING="1")  # as bwrap_command sets them
         self.process = subprocess.Popen(
             cmd,
             pass_fds=keep,
