@@ -309,8 +309,11 @@ def from_gguf(path: str | Path, device: str | torch.device | None = None) -> Lla
             state[GGUF_NAMES[tensor.name]] = weight
     if config.tie_embeddings:
         state["lm_head.weight"] = state["wte.weight"]
-    model = load_converted(Llama(config, BPETokenizer.from_gguf(reader)), state, str(path))
-    return model.to(resolve(device)).eval()
+    with torch.device("meta"):  # no random initial weights (3 s): every weight comes from the file
+        model = Llama(config, BPETokenizer.from_gguf(reader)).to_empty(device="cpu")
+    if config.tie_embeddings:
+        model.lm_head.weight = model.wte.weight  # to_empty makes them two tensors again
+    return load_converted(model, state, str(path)).to(resolve(device)).eval()
 
 
 def from_hf(model) -> Llama:
