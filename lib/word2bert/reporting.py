@@ -163,19 +163,22 @@ def plot_senses(model: Embedder, occurrences: Sequence[SenseOccurrence], words: 
 
 def plot_layer_scores(results: dict[str, ProbeResult], ax, chance: float | None = 0.5, ylabel: str = "sense accuracy"):
     """A probe's score per layer, a line per model (its spread over seeds or halvings as error bars), chance as a
-    dotted line, layers as whole numbers. A static model has one layer, 0: a single point."""
+    dotted line, layers as whole numbers. A static model has one layer, 0: a single point, drawn as an open square
+    over the others."""
     from matplotlib.ticker import MaxNLocator
 
-    handles = [
-        ax.errorbar(range(len(r.mean)), r.mean, yerr=r.std, marker="o", capsize=3, label=name)
-        for name, r in results.items()
-    ]
+    handles = []
+    for k, (name, r) in enumerate(results.items()):
+        # a static model's one point, drawn over the others as a large open square, so that no line hides it
+        alone = {"marker": "s", "markersize": 12, "mfc": "none", "mew": 2, "zorder": 4} if len(r.mean) == 1 else {}
+        style = {"marker": "o", "capsize": 3, "color": f"C{k}"} | alone
+        handles.append(ax.errorbar(range(len(r.mean)), r.mean, yerr=r.std, label=name, **style))
     if chance is not None:
         handles.append(ax.axhline(chance, color="gray", linestyle=":", label="chance"))
     low = min(min(r.mean) - max(r.std) for r in results.values())
     ax.set(xlabel="layer (0 = before any context)", ylabel=ylabel, ylim=(min(0.4, low - 0.03), 1.03))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(handles=handles, loc="lower right")  # the models in their order, then chance
+    ax.legend(handles=handles)  # the models in their order, then chance; where no line runs
     return ax
 
 
