@@ -8,7 +8,7 @@ none, and a link its text. A sentence ends at ``.``, ``!`` or ``?`` before a spa
 the end of every paragraph or list item (common abbreviations do not end one).
 
     python tools/prose_stats.py                  # every page of _toc.yml but the API pages
-    python tools/prose_stats.py book/intro.md book/01-word-vectors --long   # some pages, with their long sentences
+    python tools/prose_stats.py book/intro.ipynb book/01-word-vectors --long   # some pages, with their long sentences
     python tools/prose_stats.py --check          # exit 1 when a page is over either limit
 """
 
