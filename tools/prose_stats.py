@@ -52,7 +52,7 @@ _ROLE = re.compile(r"\{[a-z0-9:-]+\}`[^`]*`")  # {glue:text}`x:.2f`, {term}`scal
 _CODE = re.compile(r"``?[^`]+``?")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MATH = re.compile(r"\$[^$]+\$")
-_END = re.compile(r"(?<=[.!?])[\"'’”)*_]*\s+(?![a-z])")  # "(*same sense?* yes)" goes on
+_END = re.compile(r"(?<=\.)[\"'’”)*_]*\s+|(?<=[!?])[\"'’”)*_]*\s+(?![a-z])")  # "(*same sense?* yes)" goes on
 _WORD = re.compile(r"\w[\w’'.-]*")  # e.g. is one word
 
 
