@@ -161,10 +161,16 @@ def plot_senses(model: Embedder, occurrences: Sequence[SenseOccurrence], words: 
     return axes
 
 
-def plot_layer_scores(results: dict[str, ProbeResult], ax, chance: float | None = 0.5, ylabel: str = "sense accuracy"):
+def plot_layer_scores(
+    results: dict[str, ProbeResult],
+    ax,
+    chance: float | None = 0.5,
+    ylabel: str = "sense accuracy",
+    legend: bool = True,
+):
     """A probe's score per layer, a line per model (its spread over seeds or halvings as error bars), chance as a
     dotted line, layers as whole numbers. A static model has one layer, 0: a single point, drawn as an open square
-    over the others."""
+    over the others. Without ``legend``, a figure legend can gather several panels' (``fig.legend``)."""
     from matplotlib.ticker import MaxNLocator
 
     handles = []
@@ -178,7 +184,8 @@ def plot_layer_scores(results: dict[str, ProbeResult], ax, chance: float | None 
     low = min(min(r.mean) - max(r.std) for r in results.values())
     ax.set(xlabel="layer (0 = before any context)", ylabel=ylabel, ylim=(min(0.4, low - 0.03), 1.03))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(handles=handles)  # the models in their order, then chance; where no line runs
+    if legend:
+        ax.legend(handles=handles)  # the models in their order, then chance; where no line runs
     return ax
 
 
@@ -194,18 +201,17 @@ def sense_margin_table(
 
 
 def plot_sense_margins(margins: dict[str, dict[str, torch.Tensor]], title: str | None = None):
-    """A panel per model, a colour per word: ``sense_margin_table``'s margins per layer as stems from 0 to a dot. A
-    dot above 0: every same-sense pair is the closer; at 0, every pair alike (one static vector); below, a pair of
-    different senses is the closer. Returns the figure."""
+    """A panel per model, one above the other (a model added to ``margins`` adds a row), a colour per word:
+    ``sense_margin_table``'s margins per layer as stems from 0 to a dot. A dot above 0: every same-sense pair is the
+    closer; at 0, every pair alike (one static vector); below, a pair of different senses is the closer. Returns the
+    figure, 5 inches wide as the book's figures are."""
     import matplotlib.pyplot as plt
 
     depth = {name: max(len(m) for m in by_word.values()) for name, by_word in margins.items()}
-    fig, axes = plt.subplots(
-        1, len(margins), figsize=(7.0, 3.4), sharey=True, squeeze=False, width_ratios=[d + 1.5 for d in depth.values()]
-    )
+    fig, axes = plt.subplots(len(margins), 1, figsize=(5.0, 2.0 * len(margins) + 0.8), sharey=True, squeeze=False)
     values = torch.cat([m for by_word in margins.values() for m in by_word.values()])
     top = max(0.05, float(values.abs().max())) * 1.15
-    for ax, (name, by_word) in zip(axes[0], margins.items()):
+    for ax, (name, by_word) in zip(axes[:, 0], margins.items()):
         width = 0.7 / len(by_word)
         for k, (word, m) in enumerate(by_word.items()):
             x = [layer + (k - (len(by_word) - 1) / 2) * width for layer in range(len(m))]
@@ -213,10 +219,11 @@ def plot_sense_margins(margins: dict[str, dict[str, torch.Tensor]], title: str |
             ax.vlines(x, 0, m, color=colour, linewidth=2.5)
             ax.plot(x, m, "o", color=colour, markersize=7, label=f"'{word}'")
         ax.axhline(0, color="black", linewidth=0.8)
-        ax.set(title=name, xlabel="layer", xlim=(-0.6, depth[name] - 0.4), ylim=(-top, top))
+        ax.set(title=name, ylabel="same sense minus\nclosest other", xlim=(-0.6, max(depth.values()) - 0.4))
+        ax.set(ylim=(-top, top))
         ax.set_xticks(range(depth[name]))
-    axes[0, 0].set_ylabel("same sense minus\nclosest other sense")
-    axes[0, -1].legend(loc="lower right")
+    axes[-1, 0].set_xlabel("layer")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=len(margins[name]))
     if title:
         fig.suptitle(title)
     return fig
@@ -229,7 +236,8 @@ def plot_thesis(
     different senses), a row per model (name -> model), each model's vectors at its layer in ``layers`` (default:
     its last). Left, the word's vectors in the first two sentences, drawn at the angle between them: a static vector
     is one arrow, a contextual model gives two. Right, the cosine of every two sentences' vectors, with the cells of
-    a pair that shares a sense outlined. Add a model to ``models`` and it gets a row of its own. Returns the figure."""
+    a pair that shares a sense outlined. Add a model to ``models`` and it gets a row of its own. Returns the figure,
+    5 inches wide as the book's figures are."""
     import math
 
     import matplotlib.pyplot as plt
@@ -245,7 +253,7 @@ def plot_thesis(
         layer = (layers or {}).get(name, cosines.shape[0] - 1)
         grids[name] = (layer, cosines.shape[0] == 1, cosines[layer])
     vmin = min(0.5, math.floor(min(float(c.min()) for _, _, c in grids.values()) * 10) / 10)
-    fig, axes = plt.subplots(len(models), 2, figsize=(7.0, 2.7 * len(models) + 1.0), squeeze=False)
+    fig, axes = plt.subplots(len(models), 2, figsize=(5.0, 2.4 * len(models) + 1.3), squeeze=False)
     for (arrows, grid), (name, (layer, static, cos)) in zip(axes, grids.items()):
         cosine = float(cos[0, 1].clamp(-1.0, 1.0))
         angle = math.degrees(math.acos(cosine))
@@ -261,13 +269,13 @@ def plot_thesis(
                 arrowprops={"arrowstyle": "-|>", "lw": 2.5, "color": colour, "mutation_scale": 18},
             )
             label = "A = B" if one else letters[k]
-            arrows.text(tip[0] * 1.18, tip[1] * 1.1, label, ha="center", va="center", fontsize=12, color=colour)
+            arrows.text(tip[0] * 1.2, tip[1] * 1.12, label, ha="center", va="center", fontsize=13, color=colour)
         if not one:
             arrows.add_patch(Arc((0, 0), 0.7, 0.7, theta1=90 - angle / 2, theta2=90 + angle / 2, color="gray"))
-        caption = "one vector in both sentences" if static else f"layer {layer}: a vector per sentence"
+        caption = "one vector" if static else f"layer {layer}"
         arrows.set_title(f"{name}\n{caption}", fontsize=11)
-        arrows.text(0, -0.22, f"cosine {cosine:.2f}, {angle:.0f}°", ha="center", fontsize=11)
-        arrows.set(xlim=(-1.3, 1.3), ylim=(-0.35, 1.35), aspect="equal")
+        arrows.text(0, -0.3, f"A, B: cosine {cosine:.2f}", ha="center", fontsize=11)
+        arrows.set(xlim=(-1.3, 1.3), ylim=(-0.45, 1.4), aspect="equal")
         arrows.axis("off")
         grid.imshow(cos, vmin=vmin, vmax=1.0, cmap="viridis")
         for i in range(len(texts)):
@@ -279,17 +287,16 @@ def plot_thesis(
                     f"{value:.2f}",
                     ha="center",
                     va="center",
-                    fontsize=10,
+                    fontsize=11,
                     color="black" if value > (vmin + 1) / 2 else "white",
                 )
                 if i != j and senses[i] == senses[j]:
                     grid.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="tab:red", linewidth=3))
-        ticks = [f"{letter}: {sense}" for letter, sense in zip(letters, senses)]
-        grid.set_xticks(range(len(texts)), ticks, rotation=30, ha="right")
-        grid.set_yticks(range(len(texts)), ticks)
-        grid.set_title("cosine of every two sentences", fontsize=11)
-    listed = "\n".join(f"{letter}: {text}" for letter, text in zip(letters, texts))
-    fig.suptitle(f"'{word}' in {len(texts)} sentences (red: a pair with the same sense)\n{listed}", fontsize=11)
+        grid.set_xticks(range(len(texts)), letters)
+        grid.set_yticks(range(len(texts)), letters)
+        grid.xaxis.tick_top()
+    listed = "\n".join(f"{letter} ({sense}): {text}" for letter, sense, text in zip(letters, senses, texts))
+    fig.suptitle(f"'{word}' in {len(texts)} sentences; red: a pair with one sense\n{listed}", fontsize=11)
     return fig
 
 
