@@ -170,14 +170,17 @@ def plot_layer_scores(
 ):
     """A probe's score per layer, a line per model (its spread over seeds or halvings as error bars), chance as a
     dotted line, layers as whole numbers. A static model has one layer, 0: a single point, drawn as an open square
-    over the others. Without ``legend``, a figure legend can gather several panels' (``fig.legend``)."""
+    over the others (a second static model's inside the first's). Without ``legend``, a figure legend can gather
+    several panels' (``fig.legend``, with ``ax.get_legend_handles_labels()``). Returns the legend's handles: the
+    models in their order, then chance."""
     from matplotlib.ticker import MaxNLocator
 
-    handles = []
+    handles, static = [], 0
     for k, (name, r) in enumerate(results.items()):
-        # a static model's one point, drawn over the others as a large open square, so that no line hides it
-        alone = {"marker": "s", "markersize": 12, "mfc": "none", "mew": 2, "zorder": 4} if len(r.mean) == 1 else {}
-        style = {"marker": "o", "capsize": 3, "color": f"C{k}"} | alone
+        style = {"marker": "o", "capsize": 3, "color": f"C{k}"}
+        if len(r.mean) == 1:  # a static model's one point: an open square over the others, each next one smaller
+            style |= {"marker": "s", "markersize": 14 - 5 * static, "mfc": "none", "mew": 2, "zorder": 4 + static}
+            static += 1
         handles.append(ax.errorbar(range(len(r.mean)), r.mean, yerr=r.std, label=name, **style))
     if chance is not None:
         handles.append(ax.axhline(chance, color="gray", linestyle=":", label="chance"))
@@ -185,8 +188,8 @@ def plot_layer_scores(
     ax.set(xlabel="layer (0 = before any context)", ylabel=ylabel, ylim=(min(0.4, low - 0.03), 1.03))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if legend:
-        ax.legend(handles=handles)  # the models in their order, then chance; where no line runs
-    return ax
+        ax.legend(handles=handles)  # where no line runs
+    return handles
 
 
 def sense_margin_table(
