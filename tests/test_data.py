@@ -258,3 +258,21 @@ def test_topic_documents_are_the_documents_with_their_topics():
     for topic, document in pairs:
         share[topic == "sky"] += [bool(sky_words & set(s.tokens)) for s in document]
     assert sum(share[True]) / len(share[True]) > 0.5 > 0.1 > sum(share[False]) / len(share[False]), share
+
+
+def test_cue_sentences_are_balanced_and_the_right_cue_ones_share_their_words_prefix():
+    from word2bert.data import LEFT_CUE, RIGHT_CUE, cue_sense_occurrences
+
+    occurrences = cue_sense_occurrences()
+    assert LEFT_CUE.keys() == RIGHT_CUE.keys()
+    for cue, found in occurrences.items():
+        assert {o.cue for o in found} == {cue} and all(o.tokens[o.index] == o.word for o in found)
+        per_sense = Counter(o.sense for o in found)
+        assert len(per_sense) == 2 * len(LEFT_CUE) and set(per_sense.values()) == {4}, per_sense
+    for word, (prefix, _) in RIGHT_CUE.items():
+        mine = [o for o in occurrences["right"] if o.word == word]
+        assert {o.tokens[: o.index + 1] for o in mine} == {tuple(tokenize(prefix))}, word
+    with pytest.raises(ValueError, match="must end with"):
+        cue_sense_occurrences({}, {"bank": ("the bank of", {"river": ["the river"]})})
+    with pytest.raises(ValueError, match="once"):
+        cue_sense_occurrences({"bank": {"river": ["the bank by the bank"]}}, {})

@@ -1,8 +1,8 @@
 """The same weights on another device give the CPU's numbers, within a stated tolerance.
 
 For each accelerator, Apple's MPS and CUDA, skipped with the reason where torch sees none: the course's
-pre-trained BERT and GPT, loaded on the CPU and on the device, agree on a padded batch (hidden states
-and logits), and one training step (MLM + NSP for BERT, next-token loss for GPT, plain SGD so that the
+pre-trained BERT and GPT (and a small random Llama), loaded on the CPU and on the device, agree on a padded batch
+(hidden states and logits), and one training step (MLM + NSP for BERT, next-token loss for GPT, plain SGD so that the
 step is the gradient itself) gives the same loss, gradients and updated weights. Dropout is off (eval
 mode): what is compared is arithmetic, not random draws.
 
@@ -21,7 +21,7 @@ import copy
 import pytest
 import torch
 
-from word2bert import bert, gpt
+from word2bert import bert, gpt, llama
 
 SENTENCES = [
     "the bat flew out of the dark cave at night .".split(),
@@ -131,6 +131,25 @@ def test_gpt_forward_agrees_with_the_cpu(gpt_cpu, device):
     for layer, (g, w) in enumerate(zip(got, want)):
         close(g[real.to(device)], w[real], tol, f"GPT hidden states, layer {layer}")
     close(got_logits[real.to(device)], want_logits[real], tol, "GPT next-token logits")
+
+
+def test_llama_forward_agrees_with_the_cpu(device):
+    """A small random Llama (SmolLM2's pieces: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU) on a
+    left-padded batch: every layer and the logits."""
+    torch.manual_seed(0)
+    config = llama.LlamaConfig(vocab_size=300, block_size=64, n_layer=2, n_head=4, n_kv_head=2, n_embd=64, n_hidden=96)
+    cpu = llama.Llama(config).eval()
+    ids = torch.randint(0, 300, (2, 12), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[1, :5] = 0
+    model, tol = on(cpu, device), TOLERANCES[device]["forward"]
+    with torch.no_grad():
+        want, got = cpu.hidden_states(ids, mask), model.hidden_states(ids.to(device), mask.to(device))
+        want_logits, got_logits = cpu(ids, mask), model(ids.to(device), mask.to(device))
+    real = mask.bool()
+    for layer, (g, w) in enumerate(zip(got, want)):
+        close(g[real.to(device)], w[real], tol, f"Llama hidden states, layer {layer}")
+    close(got_logits[real.to(device)], want_logits[real], tol, "Llama next-token logits")
 
 
 def train_step(model, loss_of, batch) -> tuple[torch.Tensor, dict, dict]:

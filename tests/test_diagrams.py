@@ -73,10 +73,12 @@ def test_the_landing_page_gives_the_course_map_in_text():
     """The course map's text alternative on the landing page: a table row per chapter with what the map shows (the
     chapter's times among it, from book/_diagrams/chapter_times.json), and where and when the times were measured."""
     draw = draw_module()
-    intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    cells = json.loads((ROOT / "book" / "intro.ipynb").read_text(encoding="utf-8"))["cells"]
+    intro = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     missing = [row for row in draw.landing_rows() if row not in intro]
-    assert not missing, "book/intro.md lacks these rows of the course map (tools/chapter_times.py prints them):\n" + (
-        "\n".join(missing)
+    assert not missing, (
+        "book/intro.ipynb lacks these rows of the course map (tools/chapter_times.py prints them):\n"
+        + ("\n".join(missing))
     )
     times = json.loads(draw.CHAPTER_TIMES.read_text(encoding="utf-8"))
     assert f"({times['machine']}, {times['measured']})" in intro, "the landing page names another measurement"

@@ -178,6 +178,7 @@ def test_committed_checkpoint_loads(pretrained):
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_committed_checkpoint_gives_the_perplexity_of_its_card(pretrained):
     """Loading with the current code (on the CPU, from the fp16 file) gives the perplexity measured when the
     checkpoint was trained (on a GPU, in fp32)."""

@@ -275,22 +275,24 @@ def test_word_vectors_take_the_word_in_each_sentence_and_say_when_it_is_missing(
         word_vectors(_Counting(), "mouse", ["a mousetrap"])
 
 
-def test_the_cosine_table_has_a_row_per_pair_and_a_column_per_layer():
+def test_the_cosine_table_letters_the_sentences_and_has_a_row_per_layer_and_a_column_per_pair():
     sentences = ["your mouse likes cheese", "buy a new mouse for your computer", "a mouse ran"]
-    table = cosine_table(_Counting(), "mouse", sentences).splitlines()
-    assert table[0] == "| sentence | other sentence | layer 0 | layer 1 |"
-    assert len(table) == 2 + 3
-    rows = [line.split(" | ") for line in table[2:]]
-    assert all(r[2] == "1.000" for r in rows), "a static layer: the same vector in every sentence"
-    assert all(float(r[3].rstrip(" |")) < 1 for r in rows)
+    text = cosine_table(_Counting(), "mouse", sentences).splitlines()
+    assert text[:3] == [f"- **{letter}**: {s}" for letter, s in zip("ABC", sentences)]
+    table = text[4:]
+    assert table[0] == "| layer | A and B | A and C | B and C |"
+    assert len(table) == 2 + 2, "a row per layer: narrow enough for a phone"
+    rows = [line.strip("| ").split(" | ") for line in table[2:]]
+    assert rows[0] == ["0", "1.000", "1.000", "1.000"], "a static layer: the same vector in every sentence"
+    assert all(float(c) < 1 for c in rows[1][1:])
 
 
 def test_the_cosine_table_says_in_which_layers_the_senses_come_apart():
     sentences = ["a mouse ran", "the mouse likes cheese", "one mouse ran"]  # lengths 3, 4, 3
     table = cosine_table(_Counting(), "mouse", sentences, ["animal", "device", "animal"])
     lines = table.splitlines()
-    assert lines[0] == "| sentence | other sentence | same sense? | layer 0 | layer 1 |"
-    assert [line.split(" | ")[2] for line in lines[2:5]] == ["no", "yes", "no"]
+    assert lines[0] == "- **A** (animal): a mouse ran"
+    assert lines[4] == "| layer | A and B: senses differ | A and C: same sense | B and C: senses differ |"
     # layer 0 is static (a tie is not closer); in layer 1 the same-sense pair, of equal lengths, is identical
     assert lines[-1] == (
         "*mouse*: in every layer above layer 0, each same-sense pair is closer than each pair of different senses."
@@ -355,6 +357,50 @@ def test_plot_senses_draws_one_colour_per_sense():
     plot_senses(_Embedder(occ), occ, ["a", "b"], 1, axes)
     assert [len(ax.collections) for ax in axes] == [2, 2]
     assert [t.get_text() for t in axes[0].get_legend().get_texts()] == ["x", "y"]
+    plt.close("all")
+
+
+def test_the_sense_margin_is_the_closest_same_sense_pair_against_the_closest_other_pair():
+    from word2bert.reporting import sense_margins, word_cosines
+
+    cosines = torch.tensor([[[1.0, 0.2, 0.9], [0.2, 1.0, 0.4], [0.9, 0.4, 1.0]]])  # one layer; A and C share a sense
+    assert torch.allclose(sense_margins(cosines, list("xyx")), torch.tensor([0.9 - 0.4]))
+    assert torch.allclose(sense_margins(cosines, list("xxy")), torch.tensor([0.2 - 0.9])), "a different pair closer"
+    static = word_cosines(_Counting(), "mouse", ["a mouse ran", "the mouse likes cheese", "one mouse ran"])
+    assert static.shape == (2, 3, 3) and sense_margins(static, list("xyx"))[0] == 0, "one vector: every pair alike"
+    with pytest.raises(ValueError, match="a pair that shares a sense and a pair that does not"):
+        sense_margins(cosines, list("xyz"))
+
+
+def test_the_thesis_figure_has_a_row_per_model_and_the_margins_a_panel_per_model():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from word2bert.probes import ProbeResult
+    from word2bert.reporting import plot_layer_scores, plot_sense_margins, plot_thesis, sense_margin_table
+
+    class _Static:
+        def embed_sentence(self, tokens):
+            return torch.tensor([[float(len(t)), 1.0, 0.0] for t in tokens])[None]
+
+    sentences = {"a mouse ran": "animal", "the mouse likes cheese": "device", "one mouse ran": "animal"}
+    models = {"static": _Static(), "contextual": _Counting(), "a third": _Counting()}
+    fig = plot_thesis(models, "mouse", sentences)
+    assert len(fig.axes) == 2 * len(models), "a row per model: arrows and a grid"
+    assert "A = B" in [t.get_text() for t in fig.axes[0].texts], "a static vector: one arrow for both sentences"
+    assert {"A", "B"} <= {t.get_text() for t in fig.axes[2].texts}
+    with pytest.raises(ValueError, match="two different senses"):
+        plot_thesis(models, "mouse", {"a mouse ran": "animal", "one mouse ran": "animal", "the mouse": "device"})
+    margins = sense_margin_table(models, {"mouse": sentences})
+    assert margins["static"]["mouse"].tolist() == [0.0] and len(margins["contextual"]["mouse"]) == 2
+    fig = plot_sense_margins(margins, "title")
+    assert [ax.get_title() for ax in fig.axes] == list(models)
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["0"], "whole layers only"
+    _, ax = plt.subplots()
+    plot_layer_scores({"a": ProbeResult("a", torch.tensor([[0.5, 0.9], [0.5, 0.8]]))}, ax)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "chance"]
     plt.close("all")
 
 

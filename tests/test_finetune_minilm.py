@@ -53,9 +53,15 @@ def test_the_committed_runs_are_the_chapters_settings_three_seeds_each(committed
         assert len(committed["baselines"][task]) == 3
 
 
+@pytest.mark.committed
 @pytest.mark.parametrize("task", fm.TASKS)
 def test_the_committed_baselines_are_the_chapters(committed, task):
-    """The same seeds give the same training and held-out examples: the baseline scores again what was committed."""
+    """The same seeds give the same training and held-out examples: the baseline scores again what was committed,
+    seed for seed, within what another CPU's floating-point kernels move (``fm.AGREE_WITHIN``)."""
     config = fm.CONFIG
     again = [ft.baseline(task, config.n_train, config.n_test, seed, config.test_split) for seed in (0, 1, 2)]
-    assert committed["baselines"][task] == again
+    before = [b["accuracy"] for b in committed["baselines"][task]]
+    assert fm.agree(before, [b["accuracy"] for b in again]), (
+        f"{task}: the baselines score {again}, the committed ones {before}: more than {fm.AGREE_WITHIN} apart in a "
+        "seed, more than another machine's kernels move them; were the examples changed?"
+    )

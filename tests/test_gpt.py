@@ -214,6 +214,19 @@ def test_sampling_rules():
     assert set(cold.tolist()) == {1}
 
 
+def test_the_sampling_functions_of_exercise_3():
+    """gpt.top_p_filter and gpt.sample_next_token keep the contracts exercise 3 gives its students."""
+    logits = torch.tensor([[0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4]]).log()
+    cut = gpt.top_p_filter(logits, 0.65)
+    assert (cut > float("-inf")).tolist() == [[True, True, False, False], [False, False, True, True]]
+    assert torch.equal(cut[cut > float("-inf")], logits[cut > float("-inf")]), "kept logits unchanged"
+    assert torch.equal(gpt.top_p_filter(logits, 1.0), logits), "p >= 1 cuts nothing"
+    assert gpt.sample_next_token(logits, temperature=0).tolist() == [0, 3], "temperature 0 is greedy"
+    draws = gpt.sample_next_token(cut.repeat(100, 1), 1.0, None, torch.Generator().manual_seed(0))
+    assert set(draws.view(100, 2)[:, 0].tolist()) == {0, 1} and set(draws.view(100, 2)[:, 1].tolist()) == {2, 3}
+    assert gpt.sample_next_token(logits, 1.0, top_k=1).tolist() == [0, 3]
+
+
 TEXT = "the cat sat on the mat . the dog sat on the log . " * 40
 
 

@@ -51,6 +51,7 @@ def test_checkpoint_is_small_and_described_by_its_card(model, card):
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 def test_checkpoint_gives_the_held_out_loss_of_its_card(model, card):
     """Loading with the current code reproduces the loss measured when the checkpoint was trained."""
     num_tokens, seed = card_corpus(card)

@@ -68,6 +68,7 @@ def test_what_the_chapter_says_holds_in_the_results(committed):
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 @pytest.mark.parametrize("objective", list(WORD_OBJECTIVES.values()), ids=str)
 def test_the_kept_models_give_their_numbers_again(objective, committed):
     """Seed 0's model of each objective, from its committed half-precision checkpoint: the same probe scores per
@@ -108,6 +109,7 @@ def test_main_writes_every_objective_with_what_the_chapter_reads(tmp_path, monke
 
 @pytest.mark.slow
 @pytest.mark.experiment
+@pytest.mark.committed
 def test_one_run_is_re_measured(tmp_path, committed):
     """Seed 0 of MLM pre-trained again (about three minutes on one CPU thread), once for both committed
     experiments: this model is the ablation's MLM and the sentence-objective experiment's MLM alone. The same

@@ -202,6 +202,7 @@ def _card_numbers(card: str, label: str) -> list[float]:
 
 
 @pytest.mark.slow
+@pytest.mark.committed
 @pytest.mark.parametrize("name", ["glove-6b-50d", "word2vec-english"])
 def test_the_cards_scores_are_the_vectors_scores(name, glove):
     wv = glove if name == "glove-6b-50d" else pretrained(name)

@@ -255,6 +255,22 @@ def test_the_training_objective_is_the_models_own_loss(tokenizer):
     torch.testing.assert_close(nsp_logits, out.seq_relationship_logits)
 
 
+def test_evaluation_runs_where_the_model_is(tokenizer, monkeypatch):
+    """A model loaded onto the CPU is scored on the CPU when the default device is another (a reader's GPU): the
+    book's NSP table loads the checkpoint with device="cpu" and calls ``evaluate`` without one (it failed on CUDA)."""
+    from word2bert.bert import BertConfig, BertForPreTraining
+    from word2bert.pretraining import eval_batches, evaluate
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2)
+    model = BertForPreTraining(config, tokenizer)
+    a = tokenizer.encode_words("the cat sat on the mat".split()).input_ids[1:-1]
+    batches = eval_batches([PretrainingInstance(a, a[:3], False), PretrainingInstance(a[:2], a, True)] * 4, tokenizer)
+    monkeypatch.setenv("W2B_DEVICE", "meta")  # a default device the CPU model is not on
+    scores = evaluate(model, batches)
+    assert 0 <= scores["nsp_accuracy"] <= 1 and math.isfinite(scores["loss"]), scores
+
+
 def test_pretrain_is_the_shared_loop_with_evaluation_and_checkpoints_as_callbacks(tokenizer):
     """``pretrain`` is set-up plus ``training.train``: its parameters and losses must be those of a hand loop of
     ``train_step`` over the same batches (several epochs, with dropout, so the order of random draws counts too),

@@ -3,7 +3,7 @@
 the chapters' sums. ``tests/test_book.py`` checks a new build's times against the file.
 
 Run after ``make book`` on the machine the landing page names, then redraw the map and copy the rows it prints into
-``book/intro.md``::
+``book/intro.ipynb`` (a Markdown cell)::
 
     python tools/chapter_times.py --machine "a quiet 2-core virtual machine, one torch thread per notebook"
     python book/_diagrams/draw.py

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -27,6 +28,9 @@ from jupyter_cache.base import CacheBundleIn
 from jupyter_cache.executors.utils import single_nb_execution
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from w2b_sphinx import retina_profile  # noqa: E402  (the build's extension: its kernels' settings are ours)
+
 TIMES = ROOT / "book" / "_diagrams" / "chapter_times.json"
 
 
@@ -74,10 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     todo = [p.resolve() for p in (args.paths or book_notebooks(args.root)) if not cached(p)]
     seconds = json.loads(TIMES.read_text(encoding="utf-8"))["seconds"] if TIMES.exists() else {}
     todo.sort(key=lambda p: -seconds.get(str(p.relative_to(args.root).with_suffix("")), 0))
-    # What the build gives its kernels (book/_ext/w2b_sphinx.py): no progress bars, Python's default warnings; and
-    # one torch thread per notebook when several share the cores.
+    # What the build gives its kernels (book/_ext/w2b_sphinx.py): no progress bars, Python's default warnings, figures
+    # at twice their resolution; and one torch thread per notebook when several share the cores.
     os.environ["TQDM_DISABLE"] = "1"
     os.environ.pop("PYTHONWARNINGS", None)
+    profile = retina_profile()  # figures at twice their resolution, as the build draws them
+    os.environ["IPYTHONDIR"] = str(profile)
     if args.jobs > 1:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
     print(f"execute_book: {len(todo)} notebook(s) to run, {args.jobs} at a time", flush=True)
@@ -95,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
             print(f"execute_book: {name} in {took:.0f} s", flush=True)
     print(f"execute_book: {len(todo) - len(failed)} executed, {len(failed)} failed, {time.monotonic() - start:.0f} s")
+    shutil.rmtree(profile, ignore_errors=True)
     return 1 if failed else 0
 
 

@@ -732,6 +732,200 @@ def mlm_nsp_pipeline():
     return fig
 
 
+# --- what each model sees: ELMo, GPT, BERT (after BERT's Figure 3) -------------------------------------------------
+
+CONTEXT_TOKENS = ["the", "bat", "hit", "the", "ball"]  # the cue, "ball", stands after the word
+CONTEXT_WORD = 1
+SEEN = "#b4521a"  # the connections that reach the word's top vector
+PANEL_H = 30
+
+
+def _context_tokens(ax, xs, y, seen):
+    for i, (x, token) in enumerate(zip(xs, CONTEXT_TOKENS)):
+        fc = HIGHLIGHT if i == CONTEXT_WORD else EMBED if i in seen else "white"
+        box(ax, x, y, 9.4, 3.8, token, fc=fc, size=11, color="black" if i in seen else MUTED)
+
+
+def _attention_panel(ax, y0, causal):
+    """Two transformer layers over the tokens; every connection in grey, those that reach the word's top vector in
+    colour. ``causal``: position i reads positions j <= i only (GPT); otherwise every position (BERT)."""
+    xs = [9 + 11.5 * i for i in range(len(CONTEXT_TOKENS))]
+    rows = [y0 + 3, y0 + 11, y0 + 19]  # tokens, layer 1, layer 2
+    reach = {2: {CONTEXT_WORD}}  # positions whose vector at a row feeds the word's vector at the top row
+    for r in (1, 0):
+        reach[r] = {j for i in reach[r + 1] for j in range(len(xs)) if not causal or j <= i}
+    for r in (1, 2):
+        for i in range(len(xs)):
+            for j in range(len(xs)):
+                if causal and j > i:
+                    continue
+                hot = i in reach[r] and j in reach[r - 1]
+                line(
+                    ax,
+                    [xs[j], xs[i]],
+                    [rows[r - 1] + 1.8, rows[r] - 1.5],
+                    color=SEEN if hot else "#cccccc",
+                    lw=1.4 if hot else 0.7,
+                )
+        for i, x in enumerate(xs):
+            fc = HIGHLIGHT if (r == 2 and i == CONTEXT_WORD) else ATTN if i in reach[r] else "white"
+            box(ax, x, rows[r], 8.4, 3.2, "Trm", fc=fc, size=10.5)
+    _context_tokens(ax, xs, rows[0], reach[0])
+    return xs
+
+
+def _lstm_panel(ax, y0):
+    """ELMo: a forward LSTM over the tokens, a backward one under them, and the word's vector joining the two."""
+    xs = [9 + 11.5 * i for i in range(len(CONTEXT_TOKENS))]
+    forward_y, token_y, backward_y = y0 + 19, y0 + 11, y0 + 3
+    for i, x in enumerate(xs):
+        fwd, bwd = i <= CONTEXT_WORD, i >= CONTEXT_WORD
+        box(ax, x, forward_y, 9.4, 3.2, "LSTM →", fc=ATTN if fwd else "white", size=10)
+        box(ax, x, backward_y, 9.4, 3.2, "← LSTM", fc=FFN if bwd else "white", size=10)
+        arrow(ax, (x, token_y + 1.8), (x, forward_y - 1.5), color=SEEN if fwd else "#bbbbbb", lw=1.2 if fwd else 0.7)
+        arrow(ax, (x, token_y - 1.8), (x, backward_y + 1.5), color=SEEN if bwd else "#bbbbbb", lw=1.2 if bwd else 0.7)
+        if i + 1 < len(xs):
+            arrow(
+                ax,
+                (x + 4.7, forward_y),
+                (xs[i + 1] - 4.7, forward_y),
+                color=SEEN if i < CONTEXT_WORD else "#bbbbbb",
+                lw=1.2 if i < CONTEXT_WORD else 0.7,
+            )
+            arrow(
+                ax,
+                (xs[i + 1] - 4.7, backward_y),
+                (x + 4.7, backward_y),
+                color=SEEN if i >= CONTEXT_WORD else "#bbbbbb",
+                lw=1.2 if i >= CONTEXT_WORD else 0.7,
+            )
+    _context_tokens(ax, xs, token_y, set(range(len(xs))))
+    return xs
+
+
+CONTEXT_PANELS = {  # name: (heading, what the word's vector has read)
+    "ELMo": (
+        "two one-way LSTMs, joined at the end",
+        "bat = [forward state ; backward state]:\nforward half: 'the bat'; backward half: 'bat hit the ball'",
+    ),
+    "GPT": (
+        "attention to the left only",
+        "bat's vector never reads 'hit the ball', in any layer:\nthe cue 'ball' comes too late",
+    ),
+    "BERT": (
+        "attention to both sides, in every layer",
+        "bat's vector reads 'ball' from the first layer on,\nand every layer mixes both sides again",
+    ),
+}
+
+
+def _context_panel(ax, y0, name):
+    heading, note = CONTEXT_PANELS[name]
+    text(ax, 2, y0 + PANEL_H - 2.2, f"{name}: {heading}", size=11.5, weight="bold", ha="left")
+    if name == "ELMo":
+        _lstm_panel(ax, y0 + 5.2)
+    else:
+        _attention_panel(ax, y0 + 5.2, causal=name == "GPT")
+    text(ax, 2, y0 + 2.6, note, size=10, color=LINE, ha="left")
+
+
+def _context_figure(names, title):
+    height = PANEL_H * len(names) + 5
+    fig, ax = canvas(64, height, title)
+    for k, name in enumerate(names):
+        y0 = height - 5 - PANEL_H * (k + 1)
+        _context_panel(ax, y0, name)
+        if k:
+            line(ax, [2, 62], [y0 + PANEL_H] * 2, color="#cccccc", lw=0.8)
+    return fig
+
+
+def context_elmo():
+    return _context_figure(["ELMo"], "What ELMo's vector of 'bat' has read")
+
+
+def context_gpt():
+    return _context_figure(["GPT"], "What GPT's vector of 'bat' has read")
+
+
+def context_three():
+    return _context_figure(["ELMo", "GPT", "BERT"], "Which words each model's vector of 'bat' has read")
+
+
+# --- masked language modelling and next-sentence prediction, as ideas ---------------------------------------------
+
+
+def mlm_concept():
+    fig, ax = canvas(64, 95, "Masked language modelling: hide, then predict")
+    words = ["the", "cat", "chased", "a", "gray", "mouse", "into", "its", "hole"]
+    chosen = {2: ("[MASK]", "chased"), 5: ("lamp", "mouse")}
+    xs = [5 + 6.75 * i for i in range(len(words))]
+
+    def row(y, values, fills, size=9.5):
+        for x, v, fc in zip(xs, values, fills):
+            box(ax, x, y, 6.4, 3.6, v, fc=fc, size=size, round_=False, lw=0.7)
+
+    # 1. choose
+    text(ax, 2, 88.5, "1. Choose each piece with probability 15%", size=10.5, weight="bold", ha="left")
+    row(84, words, [HIGHLIGHT if i in chosen else "white" for i in range(len(words))])
+    text(ax, 32, 80, "here 2 of 9 were chosen; 15 in 100 on average", size=10, color=MUTED)
+
+    # 2. corrupt: the 80/10/10 rule for one chosen piece
+    text(ax, 2, 74.5, "2. Change each chosen piece", size=10.5, weight="bold", ha="left")
+    box(ax, 10, 66, 10, 3.6, "chased", fc=HIGHLIGHT, size=9.5, round_=False)
+    outcomes = [
+        (70.5, "[MASK]", "80%", NORM),
+        (66, "lamp", "10%: a random piece", NOISE),
+        (61.5, "chased", "10%: left as it is", HIGHLIGHT),
+    ]
+    for y, piece, share, fc in outcomes:
+        arrow(ax, (15.2, 66), (27.6, y), lw=0.9)
+        box(ax, 32, y, 8.4, 3.4, piece, fc=fc, size=9.5, round_=False)
+        text(ax, 37.5, y, share, size=10, ha="left")
+    text(
+        ax,
+        32,
+        56.4,
+        "so the model cannot count on seeing [MASK]:\nwhen BERT is used later, it never does",
+        size=10,
+        color=MUTED,
+    )
+
+    # 3. read and predict
+    text(ax, 2, 51.5, "3. BERT reads the changed sentence and predicts", size=10.5, weight="bold", ha="left")
+    changed = [chosen[i][0] if i in chosen else w for i, w in enumerate(words)]
+    row(
+        46.5,
+        changed,
+        [NORM if v == "[MASK]" else NOISE if i in chosen else "white" for i, v in enumerate(changed)],
+        size=9,
+    )
+    box(ax, 32, 39, 61, 5, "BERT: every position attends to both sides", fc=ATTN, size=10)
+    for x in xs:
+        arrow(ax, (x, 44.6), (x, 41.6), lw=0.7, color=MUTED)
+        arrow(ax, (x, 36.4), (x, 33.6), lw=0.7, color=MUTED)
+    outputs = ["—"] * len(words)
+    for i, (_, original) in chosen.items():
+        outputs[i] = original
+    row(31.5, outputs, [OUT if i in chosen else "white" for i in range(len(words))], size=9)
+    targets = "the targets: the original pieces, at the chosen positions only\n(label −100 elsewhere: no loss)"
+    text(ax, 32, 27.2, targets, size=10, color=MUTED)
+
+    # next-sentence prediction
+    line(ax, [2, 62], [23.3, 23.3], color="#cccccc", lw=0.8)
+    text(ax, 2, 20.5, "4. Next-sentence prediction, on the same input", size=10.5, weight="bold", ha="left")
+    pairs = [
+        (14.5, "50%: B follows A in the text", "label IsNext", FFN),
+        (8.5, "50%: B comes from another document", "label NotNext", NOISE),
+    ]
+    for y, what, label, fc in pairs:
+        box(ax, 13, y, 22, 4.2, "[CLS] A [SEP] B [SEP]", fc=fc, size=9, round_=False)
+        text(ax, 25.5, y + 1.0, what, size=10, ha="left")
+        text(ax, 25.5, y - 1.2, f"target at [CLS]: {label.split()[1]}", size=10, ha="left", color=MUTED)
+    text(ax, 32, 3, "pre-training loss = MLM loss + NSP loss", size=10.5, weight="bold")
+    return fig
+
+
 # --- chapter 5 ---------------------------------------------------------------------------------------------------
 
 
@@ -941,6 +1135,10 @@ DIAGRAMS = {
     "kv-cache": kv_cache,
     "bert-embeddings": bert_embeddings,
     "mlm-nsp-pipeline": mlm_nsp_pipeline,
+    "mlm-concept": mlm_concept,
+    "context-elmo": context_elmo,
+    "context-gpt": context_gpt,
+    "context-three": context_three,
     "finetuning-heads": finetuning_heads,
 }
 

@@ -1,4 +1,4 @@
-"""Three fixes for the book's build, loaded from _config.yml (`sphinx.local_extensions`).
+"""Four fixes for the book's build, loaded from _config.yml (`sphinx.local_extensions`).
 
 1. Redrawn text. Output that redraws itself with carriage returns (a progress bar of another
    library, a counter) reaches the page as many stream messages. myst-nb's `nb_merge_streams` joins
@@ -13,6 +13,10 @@
    `TQDM_DISABLE=1`, silences every bar the library shows (`word2bert.training.progress_bar`); in
    a terminal or a notebook of one's own the bars stay. Outputs executed before this switch existed
    live on in the jupyter-cache: `jupyter-book clean --all` drops them.
+4. Sharp charts. The kernels' inline figures are PNGs at twice their resolution ("retina"), shown at their size
+   in inches: on a phone, which shrinks a 5-inch chart to fit, and on a high-density screen, the labels stay sharp.
+   The kernels read it from an IPython profile of the build's own (`IPYTHONDIR`), made here and removed at the end;
+   a reader's own Jupyter keeps its settings.
 
 And one role, ``{w2b-download}`book``` (or ``student``, or ``{w2b-download}`text <book>```): a link to
 this version's offline archive, ``downloads/word2bert-<kind>-<version>.zip`` at the site's root, which
@@ -21,6 +25,9 @@ this version's offline archive, ``downloads/word2bert-<kind>-<version>.zip`` at 
 
 import os
 import re
+import shutil
+import tempfile
+from pathlib import Path
 
 import myst_nb.core.render
 from docutils import nodes
@@ -84,8 +91,21 @@ def download_role(name, rawtext, text, lineno, inliner, options=None, content=No
     return [node], []
 
 
+def retina_profile() -> Path:
+    """An IPython folder whose kernels draw inline figures at twice their resolution (also used by
+    tools/execute_book.py, which runs the notebooks before the build)."""
+    folder = Path(tempfile.mkdtemp(prefix="w2b-ipython-"))
+    (folder / "profile_default").mkdir()
+    config = 'c.InlineBackend.figure_formats = {"retina"}\n'
+    (folder / "profile_default" / "ipython_kernel_config.py").write_text(config, encoding="utf-8")
+    return folder
+
+
 def setup(app):
     os.environ["TQDM_DISABLE"] = "1"  # read by tqdm when a notebook's kernel imports it
+    profile = retina_profile()
+    os.environ["IPYTHONDIR"] = str(profile)  # read by each notebook's kernel when it starts
+    app.connect("build-finished", lambda app, exception: shutil.rmtree(profile, ignore_errors=True))
     # Warnings settings of the build (the tests show deprecation warnings) are not the notebooks': their
     # kernels, which inherit this environment, keep Python's defaults, and their pages stay the same.
     os.environ.pop("PYTHONWARNINGS", None)

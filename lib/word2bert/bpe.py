@@ -6,6 +6,9 @@ regular expression (words with their leading space, numbers, punctuation, whites
 the most frequent adjacent pair of symbols is merged into a new symbol, again and again, until the vocabulary
 has the size asked for. Training follows Hugging Face ``tokenizers``' BpeTrainer (ties between equally
 frequent pairs go to the pair of smaller ids), so both learn the same merges from the same text.
+
+A trained model's tokenizer comes with its own vocabulary and merges: ``BPETokenizer.from_gguf`` reads them from a
+GGUF file (SmolLM2's, for ``word2bert.llama``), with the ids the model was trained with.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from .training import progress_bar
 
 # GPT-2's pre-tokenisation: contractions, an optional space then letters, numbers or other symbols, whitespace.
 GPT2_PATTERN = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+# StarCoder's and SmolLM's first step (Hugging Face's ``Digits(individual_digits=True)``, llama.cpp's "smollm"):
+# every digit is a chunk of its own, before GPT-2's pattern splits the text between them; "2024" is four tokens.
+DIGIT = regex.compile(r"(\p{N})")
 ENDOFTEXT = "<|endoftext|>"
 
 
@@ -49,20 +55,42 @@ BYTE_TO_CHAR = bytes_to_unicode()
 CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
 
 
-def pretokenize(text: str) -> list[str]:
-    """GPT-2's chunks of ``text``, each written in the byte alphabet ("Ġworld" for " world")."""
-    return ["".join(BYTE_TO_CHAR[b] for b in chunk.encode("utf-8")) for chunk in GPT2_PATTERN.findall(text)]
+def pretokenize(text: str, individual_digits: bool = False) -> list[str]:
+    """GPT-2's chunks of ``text``, each written in the byte alphabet ("Ġworld" for " world"); with
+    ``individual_digits``, each digit is first cut out as a chunk of its own."""
+    pieces = [p for p in DIGIT.split(text) if p] if individual_digits else [text]
+    chunks = [chunk for piece in pieces for chunk in GPT2_PATTERN.findall(piece)]
+    return ["".join(BYTE_TO_CHAR[b] for b in chunk.encode("utf-8")) for chunk in chunks]
 
 
 class BPETokenizer:
-    """A byte-level BPE vocabulary: special tokens, then the 256 byte symbols, then one symbol per merge."""
+    """A byte-level BPE vocabulary: special tokens, then the 256 byte symbols, then one symbol per merge.
 
-    def __init__(self, merges: Sequence[tuple[str, str]], special_tokens: Sequence[str] = (ENDOFTEXT,)):
+    A pre-trained model's tokenizer gives its own ``vocab`` (every token, in id order) instead, and SmolLM's cuts
+    out ``individual_digits`` before BPE."""
+
+    def __init__(
+        self,
+        merges: Sequence[tuple[str, str]],
+        special_tokens: Sequence[str] = (ENDOFTEXT,),
+        vocab: Sequence[str] | None = None,
+        individual_digits: bool = False,
+    ):
         self.merges = [tuple(m) for m in merges]
         self.special_tokens = list(special_tokens)
-        tokens = self.special_tokens + sorted(BYTE_TO_CHAR.values())
-        for a, b in self.merges:
-            tokens.append(a + b)
+        self.vocab = None if vocab is None else list(vocab)
+        self.individual_digits = individual_digits
+        if vocab is None:
+            tokens = self.special_tokens + sorted(BYTE_TO_CHAR.values())
+            for a, b in self.merges:
+                tokens.append(a + b)
+        else:
+            tokens, known = self.vocab, set(self.vocab)
+            if len(known) != len(tokens):
+                raise ValueError("vocab: every token once")
+            missing = [t for t in [*self.special_tokens, *(a + b for a, b in self.merges)] if t not in known]
+            if missing:
+                raise ValueError(f"vocab lacks {len(missing)} special tokens or merged symbols, e.g. {missing[:3]}")
         self.token_to_id: dict[str, int] = {}
         for t in tokens:  # a merge can rebuild a string an earlier merge made: it keeps its first id
             self.token_to_id.setdefault(t, len(self.token_to_id))
@@ -104,7 +132,10 @@ class BPETokenizer:
         return [p for p in self._special.split(text) if p] if self._special else [text]
 
     def _bpe(self, chunk: str) -> list[int]:
-        """Merge the symbols of one chunk, always the pair of lowest rank first (GPT-2's ``bpe``)."""
+        """Merge the symbols of one chunk, always the pair of lowest rank first (GPT-2's ``bpe``).
+
+        A byte that a pre-trained ``vocab`` lacks (one no UTF-8 text holds, such as 0xFF in SmolLM2's) is left out,
+        as Hugging Face's tokenizer leaves it out."""
         if chunk not in self._cache:
             word = list(chunk)
             while len(word) > 1:
@@ -112,7 +143,7 @@ class BPETokenizer:
                 if best not in self.ranks:
                     break
                 word = _merge(word, best, best[0] + best[1])
-            self._cache[chunk] = [self.token_to_id[t] for t in word]
+            self._cache[chunk] = [self.token_to_id[t] for t in word if t in self.token_to_id]
         return self._cache[chunk]
 
     def encode(self, text: str) -> list[int]:
@@ -122,7 +153,7 @@ class BPETokenizer:
             if piece in self.special_tokens:
                 ids.append(self.token_to_id[piece])
             else:
-                for chunk in pretokenize(piece):
+                for chunk in pretokenize(piece, self.individual_digits):
                     ids.extend(self._bpe(chunk))
         return ids
 
@@ -149,11 +180,39 @@ class BPETokenizer:
 
     def to_dict(self) -> dict:
         """Everything that rebuilds the tokenizer (``from_dict``), e.g. inside a model checkpoint's metadata."""
-        return {"special_tokens": self.special_tokens, "merges": [list(m) for m in self.merges]}
+        data = {"special_tokens": self.special_tokens, "merges": [list(m) for m in self.merges]}
+        if self.vocab is not None:
+            data["vocab"] = self.vocab
+        if self.individual_digits:
+            data["individual_digits"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> BPETokenizer:
-        return cls([tuple(m) for m in data["merges"]], data["special_tokens"])
+        return cls(
+            [tuple(m) for m in data["merges"]],
+            data["special_tokens"],
+            data.get("vocab"),
+            data.get("individual_digits", False),
+        )
+
+    @classmethod
+    def from_gguf(cls, reader) -> BPETokenizer:
+        """The tokenizer a GGUF file describes (a ``gguf.GGUFReader``): its vocabulary in id order, its merges,
+        its control tokens (``<|im_start|>``, ...) kept whole, and its pre-tokenisation. Only byte-level BPE
+        (``tokenizer.ggml.model`` "gpt2") with GPT-2's pattern, or SmolLM's (digits first), is read."""
+        fields = reader.fields
+        kind, pre = (fields[f"tokenizer.ggml.{k}"].contents() for k in ("model", "pre"))
+        if kind != "gpt2" or pre not in PRE_TOKENIZERS:
+            raise ValueError(f"only byte-level BPE with a pre-tokenizer of {sorted(PRE_TOKENIZERS)}, not {kind}/{pre}")
+        tokens = fields["tokenizer.ggml.tokens"].contents()
+        control = [t for t, kind in zip(tokens, fields["tokenizer.ggml.token_type"].contents()) if kind == GGUF_CONTROL]
+        merges = (
+            [tuple(m.split(" ")) for m in fields["tokenizer.ggml.merges"].contents()]
+            if "tokenizer.ggml.merges" in fields
+            else []
+        )
+        return cls(merges, control, vocab=tokens, individual_digits=PRE_TOKENIZERS[pre])
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
@@ -165,6 +224,11 @@ class BPETokenizer:
     def load(cls, path: str | Path) -> BPETokenizer:
         with open(path, encoding="utf-8") as f:
             return cls.from_dict(json.load(f))
+
+
+# llama.cpp's names for pre-tokenisations (``tokenizer.ggml.pre``), with whether digits come out one by one first.
+PRE_TOKENIZERS = {"gpt2": False, "smollm": True, "starcoder": True}
+GGUF_CONTROL = 3  # llama.cpp's token type of a control token (special: kept whole, never merged)
 
 
 def learn_merges(

@@ -2,7 +2,10 @@
 
 Token and learned position embeddings, a stack of layers (``layers``), each causal multi-head self-attention
 (``attn``) and a GELU feed-forward network (``ffn``), a final LayerNorm, and an output layer that shares its
-weights with the token embedding.
+weights with the token embedding. What does not depend on the blocks (the logits, the loss, ``generate`` with a KV
+cache, ``embed_sentence``) is ``DecoderLM``'s, which ``word2bert.llama``'s modern decoder shares; so are the
+sampling rules, one function each: ``top_k_filter``, ``top_p_filter`` and ``sample_next_token`` (exercise 3 asks
+students to write the last two).
 GPT-2 puts LayerNorm before each sub-layer (pre-LN); ``GPTConfig(post_ln=True)`` gives GPT-1's block, with
 LayerNorm after each residual sum and no final LayerNorm. ``from_hf`` loads Hugging Face GPT-2 weights.
 """
@@ -59,57 +62,33 @@ class Layer(nn.Module):
         return x + self.ffn(self.ln_2(x))
 
 
-class GPT(nn.Module):
-    def __init__(self, config: GPTConfig, tokenizer: BPETokenizer | None = None):
-        super().__init__()
-        self.config, self.tokenizer = config, tokenizer
-        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
-        self.wpe = nn.Embedding(config.block_size, config.n_embd)
-        self.drop = nn.Dropout(config.dropout)
-        self.layers = nn.ModuleList(Layer(config) for _ in range(config.n_layer))
-        self.ln_f = nn.Identity() if config.post_ln else nn.LayerNorm(config.n_embd, eps=config.layer_norm_eps)
-        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.lm_head.weight = self.wte.weight  # weight tying (Press & Wolf 2017)
-        self.apply(init_weights)
-        # GPT-2: each residual branch's output projection is scaled by 1/sqrt(2 n_layer), two branches per block,
-        # so the residual stream's variance does not grow with depth.
-        for name, p in self.named_parameters():
-            if name.endswith(("attn.w_o.weight", "ffn.w_2.weight")):
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+class DecoderLM(nn.Module):
+    """What every decoder-only language model of the course shares, whatever its blocks: the logits, the loss,
+    generation with a KV cache and the word vectors of ``embed_sentence``. A model built on it has ``wte`` (the
+    token embedding), ``layers``, ``lm_head``, ``tokenizer`` and ``hidden_states(input_ids, attention_mask,
+    cache)``: GPT here, the modern decoder of ``word2bert.llama``."""
 
     def new_cache(self) -> list[KVCache]:
         """An empty KV cache, one per layer, for ``forward(..., cache=...)``."""
         return [KVCache() for _ in self.layers]
 
-    def hidden_states(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        cache: list[KVCache] | None = None,
-    ) -> list[torch.Tensor]:
-        """The embedding output and each block's output, [B, T, D] each; the last after the final LayerNorm.
+    def positions_and_mask(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, cache: list[KVCache] | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Each token's position [1 or B, T] and the padding mask for attention (None: no padding).
 
         attention_mask: [B, T_past + T] of 1 for tokens, 0 for padding (left or right), as in Hugging Face:
         padding keys are never attended to and positions count only real tokens, so a left-padded sequence
-        gets the same vectors as the unpadded one.
+        gets the same vectors as the unpadded one. The T new tokens follow the cache's T_past.
         """
         T = input_ids.size(1)
         past = 0 if cache is None or cache[0].k is None else cache[0].k.size(-2)
         if past + T > self.config.block_size:
             raise ValueError(f"{past + T} positions, but the model has only block_size={self.config.block_size}")
         if attention_mask is None:
-            positions = torch.arange(past, past + T, device=input_ids.device)[None]
-            mask = None
-        else:
-            positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -T:]
-            mask = None if attention_mask.all() else padding_mask(attention_mask)
-        x = self.drop(self.wte(input_ids) + self.wpe(positions))
-        states = [x]
-        for i, layer in enumerate(self.layers):
-            x = layer(x, mask, None if cache is None else cache[i])
-            states.append(x)
-        states[-1] = self.ln_f(x)
-        return states
+            return torch.arange(past, past + T, device=input_ids.device)[None], None
+        positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -T:]
+        return positions, None if attention_mask.all() else padding_mask(attention_mask)
 
     def forward(
         self,
@@ -147,11 +126,13 @@ class GPT(nn.Module):
         greedy: bool = False,
         generator: torch.Generator | None = None,
         use_cache: bool = True,
+        stop_id: int | None = None,
     ) -> torch.Tensor:
         """Continue each prompt by ``max_new_tokens`` tokens; returns [B, T + max_new_tokens].
 
         Batches of prompts of different lengths are left-padded, with their ``attention_mask``. With the KV
-        cache only the newest token is fed to the model at each step; the logits are the same.
+        cache only the newest token is fed to the model at each step; the logits are the same. With ``stop_id``
+        (an instruction-tuned model's end of turn) generation ends early once every row has written it.
         """
         self.eval()
         ids = input_ids
@@ -159,21 +140,27 @@ class GPT(nn.Module):
             attention_mask = torch.ones_like(ids)
         cache = self.new_cache() if use_cache else None
         step_ids = ids
+        done = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
         for _ in range(max_new_tokens):
             logits = self(step_ids, attention_mask, cache)[:, -1]
             next_id = sample_next(logits, temperature, top_k, top_p, greedy, generator)
+            if stop_id is not None:  # a finished row goes on with stop_id, as Hugging Face pads it
+                next_id = next_id.masked_fill(done, stop_id)
+                done |= next_id == stop_id
             ids = torch.cat([ids, next_id[:, None]], dim=1)
             attention_mask = torch.cat([attention_mask, torch.ones_like(next_id[:, None])], dim=1)
             step_ids = next_id[:, None] if use_cache else ids
+            if done.all():
+                break
         return ids
 
     @torch.no_grad()
     def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
         """One [n_layer + 1, len(sentence), n_embd] tensor per sentence: the embedding layer and each block, a
-        word's BPE pieces averaged. Only the words to the left inform each vector: GPT reads left to right (so
-        the right-padding of a batch changes nothing)."""
+        word's BPE pieces averaged. Only the words to the left inform each vector: a decoder reads left to right
+        (so the right-padding of a batch changes nothing)."""
         if self.tokenizer is None:
-            raise ValueError("this GPT has no tokenizer: build it with GPT(config, tokenizer)")
+            raise ValueError(f"this {type(self).__name__} has no tokenizer: build it with a tokenizer")
         encoded = [self.tokenizer.encode_words(s) for s in sentences]
         T = max(len(ids) for ids, _ in encoded)
         ids = torch.tensor([p + [0] * (T - len(p)) for p, _ in encoded], device=self.wte.weight.device)
@@ -190,6 +177,83 @@ class GPT(nn.Module):
         return self.embed_batch([tokens])[0]
 
 
+class GPT(DecoderLM):
+    def __init__(self, config: GPTConfig, tokenizer: BPETokenizer | None = None):
+        super().__init__()
+        self.config, self.tokenizer = config, tokenizer
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.drop = nn.Dropout(config.dropout)
+        self.layers = nn.ModuleList(Layer(config) for _ in range(config.n_layer))
+        self.ln_f = nn.Identity() if config.post_ln else nn.LayerNorm(config.n_embd, eps=config.layer_norm_eps)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight  # weight tying (Press & Wolf 2017)
+        self.apply(init_weights)
+        # GPT-2: each residual branch's output projection is scaled by 1/sqrt(2 n_layer), two branches per block,
+        # so the residual stream's variance does not grow with depth.
+        for name, p in self.named_parameters():
+            if name.endswith(("attn.w_o.weight", "ffn.w_2.weight")):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    def hidden_states(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        cache: list[KVCache] | None = None,
+    ) -> list[torch.Tensor]:
+        """The embedding output and each block's output, [B, T, D] each; the last after the final LayerNorm.
+        attention_mask and cache: see ``positions_and_mask``."""
+        positions, mask = self.positions_and_mask(input_ids, attention_mask, cache)
+        x = self.drop(self.wte(input_ids) + self.wpe(positions))
+        states = [x]
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, None if cache is None else cache[i])
+            states.append(x)
+        states[-1] = self.ln_f(x)
+        return states
+
+
+def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """Top-k (Fan et al. 2018): each row's logits [B, V] outside its k largest become -inf (ties with the k-th
+    kept); ``k >= V`` cuts nothing."""
+    if k >= logits.size(-1):
+        return logits
+    kth = torch.topk(logits, k).values[:, -1:]
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """Nucleus sampling's cut (Holtzman et al. 2020): per row of logits [B, V], the fewest most likely tokens whose
+    probability reaches ``p`` keep their logits, the others become -inf; ``p >= 1`` cuts nothing. Exercise 3
+    writes this function."""
+    if p >= 1:
+        return logits
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    drop_sorted = probs.cumsum(dim=-1) - probs >= p  # the mass before this token already reaches p
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def sample_next_token(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """One token id per row of logits [B, V]: the most likely at temperature 0, else drawn from
+    softmax(logits / temperature), among the ``top_k`` largest if given. Exercise 3 writes this function."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    logits = logits / temperature
+    if top_k is not None:
+        logits = top_k_filter(logits, top_k)
+    probs = logits.float().softmax(dim=-1)
+    if generator is not None:  # draw where the generator lives, so a seed gives the same tokens on any device
+        probs = probs.to(generator.device)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1).to(logits.device)
+
+
 def sample_next(
     logits: torch.Tensor,
     temperature: float = 1.0,
@@ -203,23 +267,14 @@ def sample_next(
         return logits.argmax(dim=-1)
     logits = logits / temperature
     if top_k is not None:
-        kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
+        logits = top_k_filter(logits, top_k)
     if top_p is not None:
-        # Nucleus sampling (Holtzman et al. 2020): the fewest most likely tokens whose probability reaches top_p.
-        sorted_logits, order = logits.sort(dim=-1, descending=True)
-        cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
-        drop_sorted = cumulative - sorted_logits.softmax(dim=-1) >= top_p  # mass before this token already enough
-        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-        logits = logits.masked_fill(drop, float("-inf"))
-    probs = logits.float().softmax(dim=-1)
-    if generator is not None:  # draw where the generator lives, so a seed gives the same tokens on any device
-        probs = probs.to(generator.device)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1).to(logits.device)
+        logits = top_p_filter(logits, top_p)
+    return sample_next_token(logits, 1.0, None, generator)
 
 
 @torch.no_grad()
-def beam_search(model: GPT, input_ids: torch.Tensor, max_new_tokens: int, num_beams: int = 4) -> torch.Tensor:
+def beam_search(model: DecoderLM, input_ids: torch.Tensor, max_new_tokens: int, num_beams: int = 4) -> torch.Tensor:
     """The continuation of one prompt [1, T] that a beam of ``num_beams`` hypotheses finds most likely.
 
     Each step extends every hypothesis by every token and keeps the ``num_beams`` best by summed log-probability.
@@ -245,7 +300,7 @@ def beam_search(model: GPT, input_ids: torch.Tensor, max_new_tokens: int, num_be
 
 
 @torch.no_grad()
-def continuation_nll(model: GPT, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:
+def continuation_nll(model: DecoderLM, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:
     """Per sequence of ``ids`` [B, T], the mean negative log-likelihood of its tokens after the first
     ``prompt_length``, each given all the tokens before it: exp() of it is the continuation's perplexity."""
     model.eval()
@@ -281,7 +336,7 @@ def windows(stream: torch.Tensor, block_size: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def next_token_loss(model: GPT, data: torch.Tensor, batch_size: int, device: torch.device) -> float:
+def next_token_loss(model: DecoderLM, data: torch.Tensor, batch_size: int, device: torch.device) -> float:
     """Mean next-token cross-entropy over the windows in ``data`` (every predicted token counts once)."""
     model.eval()
     total = 0.0

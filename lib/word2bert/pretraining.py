@@ -142,8 +142,9 @@ def evaluate_pretraining(
     batches' pair labels, on already masked batches.
 
     ``nsp_accuracy`` keeps BERT's name whatever objective made the pairs: with ``SOP`` it is the accuracy of telling
-    swapped pairs from kept ones. The name stays because the committed results and the book's pages read it."""
-    device = resolve(device)
+    swapped pairs from kept ones. The name stays because the committed results and the book's pages read it.
+    ``device`` is the model's own unless given: a model loaded onto the CPU is scored there on a GPU machine too."""
+    device = resolve(device) if device is not None else next(model.parameters()).device
     was_training = model.training
     model.eval()
     objective = PretrainingObjective(model, sentence)

@@ -2,8 +2,9 @@
 network and the initialisation (Vaswani et al. 2017, "Attention Is All You Need").
 
 ``attention`` is the plain teaching path, softmax(Q K^T / sqrt(d_k)) V, the formula of the paper line by line.
-``MultiHeadSelfAttention`` calls ``torch.nn.functional.scaled_dot_product_attention`` for speed; set its ``fast``
-attribute to False (or call ``use_plain_attention(model)``) to run the plain path instead: the tests prove both agree.
+``MultiHeadSelfAttention`` calls ``torch.nn.functional.scaled_dot_product_attention`` for speed (``heads_attention``,
+which Llama's grouped-query attention shares); set its ``fast`` attribute to False (or call
+``use_plain_attention(model)``) to run the plain path instead: the tests prove both agree.
 
 Masks are boolean and broadcast to [..., T_query, T_key]: True means "may attend".
 """
@@ -55,6 +56,32 @@ def attention(
     return F.dropout(weights, p=dropout_p, training=dropout_p > 0) @ v
 
 
+def heads_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    causal: bool = False,
+    dropout_p: float = 0.0,
+    fast: bool = True,
+) -> torch.Tensor:
+    """Every head's attention at once: q [B, heads, Tq, d], k and v [B, heads, Tk, d] (Tk counts cached positions,
+    the queries being the last Tq of them). ``fast``: ``F.scaled_dot_product_attention``; otherwise the plain
+    ``attention`` above. Returns [B, heads, Tq, d]."""
+    if not fast:
+        return attention(q, k, v, mask, causal, dropout_p)
+    T = q.size(-2)
+    if mask is None and (not causal or k.size(-2) == T):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=causal)
+    if causal:
+        c = causal_mask(T, k.size(-2), device=q.device)
+        mask = c if mask is None else mask & c
+    # An additive mask with the most negative finite number, as in `attention_weights` (no NaN rows).
+    bias = torch.zeros(mask.shape, dtype=q.dtype, device=q.device)
+    bias = bias.masked_fill(~mask, torch.finfo(q.dtype).min)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p)
+
+
 @dataclass
 class KVCache:
     """Keys and values one attention layer has already computed, so generation feeds only the new token."""
@@ -94,18 +121,7 @@ class MultiHeadSelfAttention(nn.Module):
         if cache is not None:
             k, v = cache.extend(k, v)
         p = self.dropout if self.training else 0.0
-        if not self.fast:
-            y = attention(q, k, v, mask, self.causal, dropout_p=p)
-        elif mask is None and (not self.causal or k.size(-2) == T):
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=self.causal)
-        else:
-            if self.causal:
-                c = causal_mask(T, k.size(-2), device=x.device)
-                mask = c if mask is None else mask & c
-            # An additive mask with the most negative finite number, as in `attention_weights` (no NaN rows).
-            bias = torch.zeros(mask.shape, dtype=q.dtype, device=x.device)
-            bias = bias.masked_fill(~mask, torch.finfo(q.dtype).min)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p)
+        y = heads_attention(q, k, v, mask, self.causal, p, self.fast)
         y = y.transpose(1, 2).reshape(B, T, D)
         return self.resid_dropout(self.w_o(y))
 
@@ -136,9 +152,10 @@ def padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
 
 
 def use_plain_attention(model: nn.Module, plain: bool = True) -> nn.Module:
-    """Switch every attention layer of ``model`` to the plain teaching path (or back to the fast one)."""
+    """Switch every attention layer of ``model`` (each module with a ``fast`` switch: ``MultiHeadSelfAttention``,
+    Llama's grouped-query attention) to the plain teaching path, or back to the fast one."""
     for m in model.modules():
-        if isinstance(m, MultiHeadSelfAttention):
+        if isinstance(getattr(m, "fast", None), bool):
             m.fast = not plain
     return model
 

@@ -22,6 +22,7 @@ PROC_MASKED = "acpi asound interrupts kcore keys latency_stats sched_debug scsi 
 SYSTEM = "/usr /bin /lib /lib64 /lib32 /etc/ld.so.cache /etc/ld.so.conf /etc/ld.so.conf.d /etc/alternatives".split()
 SYSTEM += ["/etc/fonts", "/etc/localtime"]  # what the sandbox sees of the system, read-only, where it exists
 ENVIRONMENT = {"MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp", "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+ENVIRONMENT["W2B_GRADING"] = "1"  # a notebook's own explorations (a real model on the student's sentences) skip
 
 
 @dataclass(frozen=True)
