@@ -2,6 +2,8 @@
 
 import argparse
 import json
+import os
+import sys
 from pathlib import Path
 
 from word2bert_grader import pipeline
@@ -36,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     similar = commands.add_parser("similarity", help="similar answers across the class and the solutions: reports/")
     similar.add_argument("--threshold", type=float, help="the score from which a pair is flagged, in [0, 1]")
     args = parser.parse_args(argv)
+    os.environ["PATH"] = f"{sys.prefix}/bin{os.pathsep}{os.environ.get('PATH', '')}"  # nbgrader runs its alembic
     root = args.root.resolve()
     if args.command == "release":
         pipeline.release(root)

@@ -161,11 +161,11 @@ class _Grader:
             began = time.monotonic()
             try:
                 for record in list(self.ran):
-                    step = record.step
-                    limit = self.config.limit(step.grade_id)
+                    cell = {"op": wire.Op.RUN_CELL, "source": _sandboxed(record.step)}
+                    limit = self.config.limit(record.step.grade_id)
                     left = self.config.replay_seconds - self.replayed - (time.monotonic() - began)
                     try:
-                        self.sandbox.request({"op": wire.Op.RUN_CELL, "source": _sandboxed(step)}, min(limit, left))
+                        self.sandbox.request(cell, timeout=min(limit, left))
                     except SandboxTimeout:
                         if left >= limit:
                             raise

@@ -119,7 +119,7 @@ class Sandbox:
     def log(self) -> str:
         return bytes(self._log).decode("utf-8", errors="replace")
 
-    def request(self, header: dict, tensors: dict | None = None, timeout: float = 30.0) -> tuple[dict, dict]:
+    def request(self, header: dict, tensors: dict | None = None, *, timeout: float = 30.0) -> tuple[dict, dict]:
         if self.process is None or self.process.poll() is not None:
             raise SandboxError(self.why_dead())
         deadline = time.monotonic() + timeout
