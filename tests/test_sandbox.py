@@ -578,3 +578,23 @@ def test_the_sandbox_tells_a_notebook_it_is_being_graded():
         assert reply["error"] is None, "a notebook in the sandbox does not see W2B_GRADING=1"
     finally:
         sandbox.close()
+
+
+def test_a_restart_replays_the_cells_that_finished_before():
+    """After a cell stops the sandbox, the next start runs the finished cells again, each within its own limit (a
+    replay that passed its time limit where the tensors go failed the whole submission: 'the grader failed')."""
+    from word2bert_grader.assignment import Kind
+    from word2bert_grader.remote.harness import Record, _Grader
+    from word2bert_grader.task import Settings
+
+    sandbox = started(Limits())
+    try:
+        grader = _Grader(Settings(), sandbox, [])
+        grader.run_cell(first := Record(Step(Kind.STUDENT, "x = 41")))
+        grader.run_cell(Record(Step(Kind.STUDENT, "import os\nos._exit(3)")))
+        assert not first.failure and sandbox.process.poll() is not None
+        grader.start()
+        reply, _ = sandbox.request({"op": "run_cell", "source": "assert x == 41, x"}, timeout=60)
+        assert reply["error"] is None and grader.restarts == 1 and not first.failure, (reply, first.failure)
+    finally:
+        sandbox.close()
