@@ -550,12 +550,16 @@ def test_a_sandbox_keeps_at_most_its_cpus_busy():
 
 
 @needs_bwrap
-def test_the_sandbox_tells_a_notebook_it_is_being_graded(session):
+def test_the_sandbox_tells_a_notebook_it_is_being_graded():
     """W2B_GRADING=1 inside the sandbox: a notebook's own exploration (exercise 4 runs all-MiniLM-L6-v2 on the
-    student's sentences) skips its model while graded, so grading a class never loads it."""
-    reply, _ = session.sandbox.request(
-        {"op": "run_cell", "source": "import os\ngraded = os.environ.get('W2B_GRADING')"}, timeout=60
-    )
-    assert reply["error"] is None, reply
-    reply, _ = session.sandbox.request({"op": "run_cell", "source": "assert graded == '1', graded"}, timeout=60)
-    assert reply["error"] is None, "a notebook in the sandbox does not see W2B_GRADING=1"
+    student's sentences) skips its model while graded, so grading a class never loads it. (A sandbox of its own: the
+    module's shared one may have been stopped by a test before it.)"""
+    sandbox = started(Limits())
+    try:
+        cell = {"op": "run_cell", "source": "import os\ngraded = os.environ.get('W2B_GRADING')"}
+        reply, _ = sandbox.request(cell, timeout=60)
+        assert reply["error"] is None, reply
+        reply, _ = sandbox.request({"op": "run_cell", "source": "assert graded == '1', graded"}, timeout=60)
+        assert reply["error"] is None, "a notebook in the sandbox does not see W2B_GRADING=1"
+    finally:
+        sandbox.close()
