@@ -112,7 +112,8 @@ def record(driver, base: str) -> Visit:
             .filter(img => /\\.png$/i.test(img.getAttribute("src") || "") && img.offsetParent !== null)
             .map(img => ({src: img.getAttribute("src"), shown: img.getBoundingClientRect().width,
                           // the width the chart was drawn for: a retina PNG's (twice as many pixels) is in its style
-                          drawn: parseFloat(img.style.width) || Number(img.getAttribute("width")) || img.naturalWidth}));
+                          drawn: parseFloat(img.style.width) || Number(img.getAttribute("width"))
+                                 || img.naturalWidth}));
         """
     )
     return visit
