@@ -28,12 +28,12 @@ BOOK_STYLE = {
     "figure.dpi": 100,
     "figure.constrained_layout.use": True,
     "font.size": 12,
-    "axes.titlesize": 13,
+    "axes.titlesize": 12,
     "axes.labelsize": 12,
     "xtick.labelsize": 12,
     "ytick.labelsize": 12,
     "legend.fontsize": 12,
-    "figure.titlesize": 13,
+    "figure.titlesize": 12,
 }
 
 
