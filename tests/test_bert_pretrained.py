@@ -10,7 +10,7 @@ import torch
 
 from word2bert import bert
 from word2bert.data import wordnet_available
-from word2bert.pretraining import eval_batches, evaluate
+from word2bert.pretraining import eval_batches, evaluate_pretraining
 from word2bert.scripts import pretrain_bert
 
 CHECKPOINTS = sorted(Path(bert.CHECKPOINT).parent.glob("bert*.safetensors"))
@@ -53,7 +53,7 @@ def test_pretrained_matches_its_card_on_held_out_instances():
         pytest.skip("the checkpoint was trained with WordNet text, which is not installed here")
     model = bert.pretrained(device="cpu")
     held_out = pretrain_bert.held_out_instances(args, model.tokenizer)
-    metrics = evaluate(model, eval_batches(held_out, model.tokenizer), device="cpu")
+    metrics = evaluate_pretraining(model, eval_batches(held_out, model.tokenizer), device="cpu")
     for name in ("MLM accuracy", "NSP accuracy"):
         claimed = float(re.search(rf"- {name}: ([0-9.]+)", text).group(1))
         key = name.split()[0].lower() + "_accuracy"
@@ -64,7 +64,7 @@ def test_pretrained_matches_its_card_on_held_out_instances():
 
 
 def test_pretrained_fills_a_blank():
-    from word2bert.pretraining import fill_mask
+    from word2bert.bert import fill_mask
 
     (top,) = fill_mask(bert.pretrained(device="cpu"), "alice paddled a canoe down the [MASK] .", top_k=5)
     assert {"river", "stream", "creek", "lake"} & {piece for piece, _ in top}

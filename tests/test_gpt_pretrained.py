@@ -56,7 +56,7 @@ def test_checkpoint_gives_the_held_out_loss_of_its_card(model, card):
     num_tokens, seed = card_corpus(card)
     reported = float(re.search(r"Held-out templates: loss ([\d.]+)", card).group(1))
     stream = gpt.token_stream(model.tokenizer, train_gpt.held_out_templates(num_tokens, seed))
-    loss = gpt.evaluate(model, gpt.windows(stream, model.config.block_size), 64, torch.device("cpu"))
+    loss = gpt.next_token_loss(model, gpt.windows(stream, model.config.block_size), 64, torch.device("cpu"))
     assert loss == pytest.approx(reported, abs=2e-3)
 
 

@@ -25,7 +25,8 @@ import torch
 
 from word2bert import finetune as ft
 from word2bert.objectives import WORD_OBJECTIVES, WordObjective, save
-from word2bert.pretraining import MLM_ONLY, create_pretraining_instances, eval_batches, evaluate_pretraining
+from word2bert.pretraining import eval_batches, evaluate_pretraining
+from word2bert.pretraining_data import MLM_ONLY, create_pretraining_instances
 from word2bert.probes import pos_probe, sense_probe
 from word2bert.scripts import pretrain_bert, sentence_objectives
 

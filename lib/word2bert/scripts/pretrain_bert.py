@@ -28,15 +28,10 @@ import torch.distributed as dist
 from word2bert import bert
 from word2bert.bert import BertConfig, BertForPreTraining, count_parameters
 from word2bert.data import pretraining_documents
-from word2bert.pretraining import (
-    PretrainConfig,
-    create_pretraining_instances,
-    init_distributed,
-    pretrain,
-    tokenize_documents,
-)
+from word2bert.pretraining import PretrainConfig, pretrain
+from word2bert.pretraining_data import create_pretraining_instances, tokenize_documents
 from word2bert.scripts.common import make_parser, save_card, text_source
-from word2bert.training import TrainConfig
+from word2bert.training import TrainConfig, init_distributed
 from word2bert.wordpiece import WordPieceTokenizer
 
 

@@ -24,17 +24,8 @@ import torch
 from word2bert import finetune as ft
 from word2bert.bert import BertForPreTraining
 from word2bert.objectives import MLM
-from word2bert.pretraining import (
-    MLM_ONLY,
-    NSP,
-    SOP,
-    PretrainConfig,
-    SentenceObjective,
-    create_pretraining_instances,
-    eval_batches,
-    evaluate_pretraining,
-    pretrain,
-)
+from word2bert.pretraining import PretrainConfig, eval_batches, evaluate_pretraining, pretrain
+from word2bert.pretraining_data import MLM_ONLY, NSP, SOP, SentenceObjective, create_pretraining_instances
 from word2bert.scripts import pretrain_bert
 from word2bert.training import TrainConfig
 
