@@ -11,7 +11,8 @@ import torch
 from word2bert import bert
 from word2bert.data import wordnet_available
 from word2bert.pretraining import eval_batches, evaluate_pretraining
-from word2bert.scripts import pretrain_bert
+from word2bert.recipes import options
+from word2bert.recipes.bert import BertRecipe
 
 CHECKPOINTS = sorted(Path(bert.CHECKPOINT).parent.glob("bert*.safetensors"))
 
@@ -48,11 +49,11 @@ def test_model_card_has_data_config_command_metrics(path):
 def test_pretrained_matches_its_card_on_held_out_instances():
     text = card(bert.CHECKPOINT)
     command = re.search(r"```bash\n(.+)\n```", text).group(1)
-    args = pretrain_bert.parse_args(shlex.split(command.split("pretrain_bert", 1)[1]))
-    if args.wordnet_fraction > 0 and not wordnet_available():
+    recipe = options.parse(BertRecipe, shlex.split(command.split("pretrain_bert", 1)[1]))
+    if recipe.wordnet_fraction > 0 and not wordnet_available():
         pytest.skip("the checkpoint was trained with WordNet text, which is not installed here")
     model = bert.pretrained(device="cpu")
-    held_out = pretrain_bert.held_out_instances(args, model.tokenizer)
+    held_out = recipe.held_out_instances(model.tokenizer)
     metrics = evaluate_pretraining(model, eval_batches(held_out, model.tokenizer), device="cpu")
     for name in ("MLM accuracy", "NSP accuracy"):
         claimed = float(re.search(rf"- {name}: ([0-9.]+)", text).group(1))
