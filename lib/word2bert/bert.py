@@ -14,7 +14,7 @@ import importlib.util
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -59,13 +59,9 @@ class BertConfig:
 
     @classmethod
     def large(cls) -> BertConfig:
-        return cls(
-            vocab_size=30522,
-            hidden_size=1024,
-            num_hidden_layers=24,
-            num_attention_heads=16,
-            intermediate_size=4096,
-            max_position_embeddings=512,
+        """BERT-base, wider and deeper."""
+        return replace(
+            cls.base(), hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096
         )
 
 
