@@ -1,4 +1,4 @@
-"""The committed objective ablation (``word2bert.scripts.objective_ablation``), which the comparison chapter reports:
+"""The committed objective ablation (``word2bert.recipes.objective_ablation``), which the comparison chapter reports:
 its numbers are complete, say what the chapter says, its MLM runs are the sentence-objective experiment's MLM
 alone, the kept models give their numbers again, and the script writes all of it (on a tiny config). One run
 re-trained at full size gives the numbers again: ``make test-experiments`` (marked ``experiment``; minutes, so not
@@ -14,8 +14,9 @@ from helpers import TINY_PRETRAINING
 
 from word2bert import finetune as ft
 from word2bert.objectives import CAUSAL_LM, MLM, TWO_TOWER_LM, WORD_OBJECTIVES, load
-from word2bert.scripts import objective_ablation as ablation
-from word2bert.scripts import sentence_objectives as so
+from word2bert.recipes import objective_ablation as ablation
+from word2bert.recipes import sentence_objectives as so
+from word2bert.scripts import objective_ablation as ablation_script
 
 PROBES = ("sense_left", "sense_right", "pos")
 
@@ -91,7 +92,7 @@ def test_main_writes_every_objective_with_what_the_chapter_reads(tmp_path, monke
     )
     out = tmp_path / "results.json"
     argv = ["--seeds", "0", "1", "--results", str(out), "--checkpoints", str(tmp_path), *TINY_PRETRAINING]
-    returned = ablation.main(argv)
+    returned = ablation_script.main(argv)
     written = json.loads(out.read_text(encoding="utf-8"))
     assert written == json.loads(json.dumps(returned)), "the file holds what main returns"
     assert written["settings"]["phases"] == [[64, 6], [128, 2]]
@@ -119,7 +120,7 @@ def test_one_run_is_re_measured(tmp_path, committed):
     occurrences per data seed). Measured on two machines: MLM accuracy 0.1516 and 0.1531; the probes apart by
     0.019 on average over the layers of the left-cue sense probe, 0.069 at its layer 4, at most 0.025 elsewhere."""
     out = tmp_path / "results.json"
-    ablation.main(
+    ablation_script.main(
         ["--seeds", "0", "--objectives", MLM.name, "--no-finetune", "--threads", "1"]
         + ["--results", str(out), "--checkpoints", str(tmp_path)]
     )
