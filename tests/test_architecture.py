@@ -1,6 +1,7 @@
 """The README's Architecture section against the code: the library's floors (each module imports only modules on
 floors below its own, and stands on the lowest floor that allows), no import cycle anywhere in lib/, the scripts on
-top importing no other script, and every module the README names for an idea of the book exists. The imports are
+top importing no other script, which of the grader's modules import the library (and that the library imports no
+grader), and every module the README names for an idea of the book exists. The imports are
 read with ``ast``, those inside functions too: an import that runs late is still an import."""
 
 from __future__ import annotations
@@ -143,6 +144,28 @@ def test_no_script_imports_another():
     for module, targets in GRAPH.items():
         if module.startswith("word2bert.scripts."):
             assert not [t for t in targets if t.startswith("word2bert.scripts")], f"{module} imports a script"
+
+
+def test_the_readme_names_the_grader_modules_that_import_the_library():
+    """The grader imports the library on its trusted side only where the README says; the library never imports the
+    grader."""
+    said = re.search(r"The grader's own code imports the\s+library only in ((?:`\w+`(?:, | and )?)+)", README)
+    assert said, "the README's Architecture section does not say where the grader imports the library"
+    written = set(re.findall(r"`(\w+)`", said.group(1)))
+    grader = {
+        name.removeprefix("word2bert_grader.")
+        for name, targets in GRAPH.items()
+        if name.startswith("word2bert_grader.") and any(t == "word2bert" or t.startswith("word2bert.") for t in targets)
+    }
+    assert written == grader, (
+        f"the README says {sorted(written)}; the grader's modules importing it are {sorted(grader)}"
+    )
+    library = [
+        n
+        for n, targets in GRAPH.items()
+        if n.split(".")[0] == "word2bert" and any(t.split(".")[0] == "word2bert_grader" for t in targets)
+    ]
+    assert not library, f"library modules import the grader: {library}"
 
 
 IDEAS = README[README.index("Where each idea of the book lives") : README.index("What a newcomer changes")]
