@@ -163,6 +163,18 @@ def canvas_notebooks(
                 )
             )
             continue
+        # One user, several readings: the student's own ids in a display name or a file name can move where Canvas's
+        # fields seem to start, and with them the LATE mark ("x_1001_1_y_LATE_1001_5555_..." first reads on time).
+        if len({(r.late, r.attachment, r.file) for r in readings}) > 1:
+            problems.append(
+                Problem(
+                    entry.source,
+                    f"not collected: the name reads in {len(readings)} ways as a Canvas download name (a display name "
+                    "or a file name holding the student's own ids, which can hide a LATE mark; kept in the downloads: "
+                    "grade it by hand)",
+                )
+            )
+            continue
         if roster is None or not roster.people:
             student = f"canvas-{parsed.user}"  # no usable roster: graded under Canvas's id, and said so
         else:
