@@ -10,7 +10,7 @@ word2vec on text8 or their own text, where most word types are rare. This corpus
   is Zipfian too, so that many analogy words occur only a handful of times.
 
 ``analogy_corpus(tokens, seed)`` returns (sentences, questions); questions are (a, b, c, {d}) for
-``evaluation.analogy_accuracy``. Every generated word is a made-up string, so no model has seen them before.
+``word_tests.analogy_accuracy``. Every generated word is a made-up string, so no model has seen them before.
 """
 
 from __future__ import annotations

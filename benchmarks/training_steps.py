@@ -130,7 +130,7 @@ def bert_pair(layers=4, hidden=128, heads=4, vocab=8000, batch=16, seq=128):
     }
     kw["attention_mask"][: batch // 2, -seq // 4 :] = 0
     # the course's pre-training step: PretrainingObjective runs the MLM head on the masked positions only
-    course = PretrainingObjective(ours), lambda m: m(ids, **kw)[0]
+    course = PretrainingObjective(ours), lambda m: m(ids, **kw)
 
     def plain(m):  # BertForPreTraining's loss before issue 41: F.cross_entropy of every position's logits
         out = m(ids, **kw)

@@ -33,8 +33,8 @@ from pathlib import Path
 import torch
 from gensim.models import Word2Vec as GensimWord2Vec
 
-from word2bert import evaluation
 from word2bert import word2vec as w2v
+from word2bert import word_tests
 from word2bert.data import pretraining_documents, wordnet_available
 from word2bert.vectors import KeyedVectors
 
@@ -49,16 +49,16 @@ def gensim_vectors(model: GensimWord2Vec) -> KeyedVectors:
 
 
 def course_scores(wv: KeyedVectors, wordnet_tests) -> dict[str, float]:
-    categories = evaluation.toyworld_categories()
+    categories = word_tests.toyworld_categories()
     out = {
-        "toy similarity": evaluation.similarity_accuracy(wv, evaluation.similarity_triples(categories)),
-        "toy purity@5": evaluation.neighbour_purity(wv, categories),
-        "toy category offsets": evaluation.analogy_accuracy(wv, evaluation.category_analogies(categories)),
+        "toy similarity": word_tests.similarity_accuracy(wv, word_tests.similarity_triples(categories)),
+        "toy purity@5": word_tests.neighbour_purity(wv, categories),
+        "toy category offsets": word_tests.analogy_accuracy(wv, word_tests.category_analogies(categories)),
     }
     if wordnet_tests is not None:
         synonyms, plurals = wordnet_tests
-        out["WordNet synonyms"] = evaluation.similarity_accuracy(wv, synonyms)
-        out["WordNet plurals"] = evaluation.analogy_accuracy(wv, plurals)
+        out["WordNet synonyms"] = word_tests.similarity_accuracy(wv, synonyms)
+        out["WordNet plurals"] = word_tests.analogy_accuracy(wv, plurals)
     return out
 
 
@@ -97,7 +97,7 @@ def course_regime(threads: list[int], repeats: int) -> None:
         for sg in (1, 0):
             runs = [train_both(sentences, n, sg=sg, seed=seed, **hyper) for seed in range(repeats)]
             # WordNet tests from one vocabulary (the same for every seed), so both models answer the same questions
-            wordnet_tests = evaluation.wordnet_word_tests(runs[0][0][0], n=500) if wordnet_available() else None
+            wordnet_tests = word_tests.wordnet_word_tests(runs[0][0][0], n=500) if wordnet_available() else None
             name = "skip-gram" if sg else "CBOW"
             speeds = {}
             for k, who in enumerate(["word2bert", "gensim"]):
@@ -128,7 +128,7 @@ def rare_regime(threads: list[int], seeds: int, sizes: list[int]) -> None:
                     words = sum(map(len, sentences))
                     (ours, ours_time), (theirs, theirs_time) = train_both(sentences, n, sg=sg, seed=seed, **hyper)
                     for who, wv, seconds in [("word2bert", ours, ours_time), ("gensim", theirs, theirs_time)]:
-                        acc[who].append(evaluation.analogy_accuracy(wv, questions))
+                        acc[who].append(word_tests.analogy_accuracy(wv, questions))
                         speed[who].append(words * hyper["epochs"] / seconds)
                 singletons = sum(c == 1 for c in ours.vocab.counts) / len(ours.vocab)
                 ratio = statistics.median(speed["word2bert"]) / statistics.median(speed["gensim"])
@@ -172,9 +172,9 @@ def diagnose(seeds: int) -> None:
             model.build_vocab(sentences)
             model.model.input_vectors.weight.data.mul_(change.get("start", 1.0))
             model.train(sentences, workers=1, progress=False)
-            scores[name].append(evaluation.analogy_accuracy(model.wv, questions))
+            scores[name].append(word_tests.analogy_accuracy(model.wv, questions))
         theirs = gensim_vectors(GensimWord2Vec(sentences, workers=1, seed=seed, **hyper))
-        scores["gensim"].append(evaluation.analogy_accuracy(theirs, questions))
+        scores["gensim"].append(word_tests.analogy_accuracy(theirs, questions))
     print(f"skip-gram, one thread, 300k-token generated corpus, {hyper}, {seeds} seeds\n")
     table(
         ["variant", "analogies %"],
@@ -236,7 +236,7 @@ def load_regime(threads: list[int], size: int) -> None:
                 start = time.perf_counter()
                 wv = run()
                 speed[name, busy] = words / (time.perf_counter() - start)
-                accuracy[name, busy] = evaluation.analogy_accuracy(wv, questions)
+                accuracy[name, busy] = word_tests.analogy_accuracy(wv, questions)
                 print(f"  {name}: {speed[name, busy]:,.0f} words/s, analogies {accuracy[name, busy]:.1%}", flush=True)
             print(f"after: {load()}\n", flush=True)
     print(f"skip-gram, {size:,}-token generated corpus (rare words), {hyper}\n")

@@ -10,8 +10,9 @@ import torch
 
 from word2bert import bert
 from word2bert.data import wordnet_available
-from word2bert.pretraining import eval_batches, evaluate
-from word2bert.scripts import pretrain_bert
+from word2bert.pretraining import eval_batches, evaluate_pretraining
+from word2bert.recipes import options
+from word2bert.recipes.bert import BertRecipe
 
 CHECKPOINTS = sorted(Path(bert.CHECKPOINT).parent.glob("bert*.safetensors"))
 
@@ -49,12 +50,12 @@ def test_model_card_has_data_config_command_metrics(path):
 def test_pretrained_matches_its_card_on_held_out_instances():
     text = card(bert.CHECKPOINT)
     command = re.search(r"```bash\n(.+)\n```", text).group(1)
-    args = pretrain_bert.parse_args(shlex.split(command.split("pretrain_bert", 1)[1]))
-    if args.wordnet_fraction > 0 and not wordnet_available():
+    recipe = options.parse(BertRecipe, shlex.split(command.split("pretrain_bert", 1)[1]))
+    if recipe.wordnet_fraction > 0 and not wordnet_available():
         pytest.skip("the checkpoint was trained with WordNet text, which is not installed here")
     model = bert.pretrained(device="cpu")
-    held_out = pretrain_bert.held_out_instances(args, model.tokenizer)
-    metrics = evaluate(model, eval_batches(held_out, model.tokenizer), device="cpu")
+    held_out = recipe.held_out_instances(model.tokenizer)
+    metrics = evaluate_pretraining(model, eval_batches(held_out, model.tokenizer), device="cpu")
     for name in ("MLM accuracy", "NSP accuracy"):
         claimed = float(re.search(rf"- {name}: ([0-9.]+)", text).group(1))
         key = name.split()[0].lower() + "_accuracy"
@@ -65,7 +66,7 @@ def test_pretrained_matches_its_card_on_held_out_instances():
 
 
 def test_pretrained_fills_a_blank():
-    from word2bert.pretraining import fill_mask
+    from word2bert.bert import fill_mask
 
     (top,) = fill_mask(bert.pretrained(device="cpu"), "alice paddled a canoe down the [MASK] .", top_k=5)
     assert {"river", "stream", "creek", "lake"} & {piece for piece, _ in top}

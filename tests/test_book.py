@@ -396,6 +396,53 @@ def test_every_plotting_page_uses_the_book_style_and_no_small_font():
     assert not small, f"labels smaller than {SMALLEST_FONT_PT} points: {small}"
 
 
+# Tags that fold or remove a cell's code: a reader sees model code, not the plumbing that checks a page's claims.
+CODE_HIDING_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+ASSERT_STATEMENT = re.compile(r"^\s*assert\b", re.MULTILINE)
+# The book's reference pages (set-up, symbols, terms, sources, licences, test sets, maintainers' notes, the API, the
+# exercises' guides): every other page of the book teaches an idea, and shows it in a figure.
+REFERENCE_PAGES = re.compile(
+    r"^book/(setup|notation|glossary|references|licenses|test-sets|lab-notes|exercises/.*|api/.*)$"
+)
+FIGURE_MARKUP = re.compile(r"\{(figure|image|glue:figure)\}|!\[")
+DRAWING_CODE = re.compile(r"\bplt\.|\bplot_\w+\(")
+
+
+def test_no_visible_cell_asserts():
+    """A page checks its claims in cells whose code is hidden: an assert is plumbing, not what the page teaches."""
+    import nbformat
+
+    visible = [
+        f"{path.relative_to(BOOK_DIR).as_posix()}: {cell.source.strip().splitlines()[0][:60]}"
+        for path in book_notebooks()
+        for cell in nbformat.read(path, as_version=4).cells
+        if cell.cell_type == "code"
+        and ASSERT_STATEMENT.search(cell.source)
+        and not CODE_HIDING_TAGS & set(cell.metadata.get("tags", []))
+    ]
+    assert not visible, f"cells that assert in view (tag them remove-input or hide-input): {visible}"
+
+
+def test_every_content_page_has_a_figure():
+    """Every page that teaches (not the reference pages) shows its idea in a figure: a diagram, or a chart its code
+    draws."""
+    missing = []
+    for page in toc_files():
+        if not page.startswith("book/") or REFERENCE_PAGES.match(page):
+            continue
+        if (BOOK_DIR / f"{page}.ipynb").exists():
+            import nbformat
+
+            cells = nbformat.read(BOOK_DIR / f"{page}.ipynb", as_version=4).cells
+            drawn = any(c.cell_type == "code" and DRAWING_CODE.search(c.source) for c in cells)
+            text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+        else:
+            drawn, text = False, (BOOK_DIR / f"{page}.md").read_text(encoding="utf-8")
+        if not drawn and not FIGURE_MARKUP.search(text):
+            missing.append(page)
+    assert not missing, f"content pages without a figure: {missing}"
+
+
 @pytest.mark.book
 def test_every_figure_fits_the_text_column(built_book):
     """A figure wider than the column is shrunk with its labels (a 15-inch figure's 10-point labels to 6 px)."""

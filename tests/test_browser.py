@@ -111,7 +111,9 @@ def record(driver, base: str) -> Visit:
         return [...document.querySelectorAll("article.bd-article img")]
             .filter(img => /\\.png$/i.test(img.getAttribute("src") || "") && img.offsetParent !== null)
             .map(img => ({src: img.getAttribute("src"), shown: img.getBoundingClientRect().width,
-                          drawn: Number(img.getAttribute("width")) || img.naturalWidth}));
+                          // the width the chart was drawn for: a retina PNG's (twice as many pixels) is in its style
+                          drawn: parseFloat(img.style.width) || Number(img.getAttribute("width"))
+                                 || img.naturalWidth}));
         """
     )
     return visit
@@ -263,7 +265,8 @@ def smallest_label_px(chart: dict) -> float:
     return points / 72 * BOOK_STYLE["figure.dpi"] * chart["shown"] / chart["drawn"]
 
 
-# A label smaller than this, in CSS pixels, is hard to read on a phone (about 8 points).
+# A label smaller than this, in CSS pixels, is hard to read on a phone (about 8 points). The book's 12-point labels
+# on a 5-inch chart come to 11.5 px in the phone's text column; a chart drawn more than about 5.3 inches wide fails.
 LEGIBLE_PX = 11
 
 

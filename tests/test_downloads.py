@@ -297,6 +297,8 @@ def test_bad_student_ids_are_refused(course):
     (down / "-rf_01-word2vec.ipynb").write_bytes(nb("x"))
     (down / ".._01-word2vec.ipynb").write_bytes(nb("x"))
     (down / "bob smith_01-word2vec.ipynb").write_bytes(nb("x"))
+    # a red team's: grades.csv's row would begin "@A1-B1,", a formula to a spreadsheet
+    (down / "@A1-B1_01-word2vec.ipynb").write_bytes(nb("x"))
     make_zip(down / "-x.zip", [("01-word2vec.ipynb", nb("x"))])
     collected, problems = run()
     assert collected == []
@@ -305,6 +307,8 @@ def test_bad_student_ids_are_refused(course):
         ".._01-word2vec.ipynb": "refused: student id '..' begins with '.'",
         "bob smith_01-word2vec.ipynb": "refused: student id 'bob smith' has characters other "
         "than letters, digits and . _ @ -",
+        "@A1-B1_01-word2vec.ipynb": "refused: student id '@A1-B1' begins with '@', which a spreadsheet reads as a "
+        "formula",
         "-x.zip": "refused: student id '-x' begins with '-'",
     }
     assert all(p.student is None for p in problems.values())

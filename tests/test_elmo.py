@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 import pytest
 import torch
@@ -15,6 +16,8 @@ from word2bert.checkpoint import read_metadata
 from word2bert.data import ToyWorld, Vocab
 from word2bert.elmo import BiLM, ElmoConfig, ScalarMix, make_batch, reverse_padded, word_char_ids
 from word2bert.probes import sense_probe
+from word2bert.recipes import options
+from word2bert.recipes.elmo import ElmoRecipe, held_out_sentences
 from word2bert.scripts import train_elmo
 from word2bert.training import TrainConfig
 from word2bert.word2vec import Word2Vec
@@ -185,7 +188,7 @@ def test_committed_checkpoint_gives_the_perplexity_of_its_card(pretrained):
     card = elmo.CHECKPOINT.with_suffix(".md").read_text(encoding="utf-8")
     assert str(pretrained.config) in card, "the model card describes another configuration"
     reported = float(re.search(r"held-out toy-world templates: .*?mean ([\d.]+)", card).group(1))
-    held_out = train_elmo.held_out_sentences(*card_corpus(card))
+    held_out = held_out_sentences(*card_corpus(card))
     assert elmo.perplexity(pretrained, held_out)["mean"] == pytest.approx(reported, rel=1e-3)
 
 
@@ -232,37 +235,37 @@ def test_the_committed_recipe_was_run_on_a_cpu_too():
 @pytest.mark.slow
 def test_train_script_main_tiny(tmp_path):
     out = tmp_path / "elmo.safetensors"
-    metrics = train_elmo.main(
-        [
-            "--num-tokens",
-            "4000",
-            "--epochs",
-            "2",
-            "--batch-size",
-            "32",
-            "--dim",
-            "16",
-            "--cell-dim",
-            "24",
-            "--filters",
-            "1:8,2:8",
-            "--max-characters",
-            "8",
-            "--lr",
-            "1e-2",
-            "--warmup-steps",
-            "5",
-            "--out",
-            str(out),
-            "--probe-seeds",
-            "",
-            "--device",
-            "cpu",
-        ]
-    )
+    argv = [
+        "--num-tokens",
+        "4000",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "32",
+        "--dim",
+        "16",
+        "--cell-dim",
+        "24",
+        "--filters",
+        "1:8,2:8",
+        "--max-characters",
+        "8",
+        "--lr",
+        "1e-2",
+        "--warmup-steps",
+        "5",
+        "--out",
+        str(out),
+        "--probe-seeds",
+        "--device",
+        "cpu",
+    ]
+    metrics = train_elmo.main(argv)
     assert metrics["perplexity"]["mean"] < metrics["initial_perplexity"]["mean"]
     model = elmo.load(out, device="cpu")
     assert model.config.dim == 16 and len(model.vocab) == metrics["vocab_size"]
     card = out.with_suffix(".md").read_text(encoding="utf-8")
-    assert "python -m word2bert.scripts.train_elmo --num-tokens 4000 --epochs 2" in card
+    command = re.search(r"```bash\n(.*?)\n```", card, re.S).group(1)
+    assert command.startswith("python -m word2bert.scripts.train_elmo --num-tokens 4000 --device cpu --out ")
+    assert options.parse(ElmoRecipe, shlex.split(command)[3:]) == options.parse(ElmoRecipe, argv), "the run's recipe"
     assert f"mean {metrics['perplexity']['mean']:.1f}" in card

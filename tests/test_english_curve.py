@@ -1,4 +1,4 @@
-"""``word2bert.scripts.english_curve``, whose committed curve the comparison page reads (the page checks, in hidden
+"""``word2bert.recipes.english_curve``, whose committed curve the comparison page reads (the page checks, in hidden
 asserts, that each run is a point of the grid with its model's sizes and the benchmarks' chance levels, and what its
 text says of them). Here the script runs at a tiny grid point: the run it writes holds every number the page reads,
 and it replaces only the run of its own point."""
@@ -13,7 +13,8 @@ import pytest
 from word2bert.bert import BertConfig, BertForPreTraining, count_parameters
 from word2bert.data import WordNet, plain_sense_occurrences, wordnet_available
 from word2bert.probes import chance_level
-from word2bert.scripts import english_curve
+from word2bert.recipes import english_curve
+from word2bert.scripts import english_curve as script
 
 TINY = (200, 16, 8000, 10, 4, 1e-3)  # vocabulary, width, words, steps on 64 pieces, batch, learning rate
 
@@ -27,7 +28,7 @@ def test_main_writes_a_run_with_every_number_the_page_reads(tmp_path, monkeypatc
     stale = {**dict(zip(english_curve.KEY, TINY)), "kept": False}
     results.write_text(json.dumps({"runs": [other, stale], "reference": {"kept": True}}), encoding="utf-8")
     point = str(len(english_curve.GRID) - 1)
-    returned = english_curve.main(["--points", point, "--results", str(results), "--threads", "1", "--no-reference"])
+    returned = script.main(["--points", point, "--results", str(results), "--threads", "1", "--no-reference"])
     written = json.loads(results.read_text(encoding="utf-8"))
     assert written == json.loads(json.dumps(returned)), "the file holds what main returns"
     assert written["reference"] == {"kept": True} and written["runs"][0] == other, "other points are kept"

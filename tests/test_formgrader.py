@@ -16,8 +16,8 @@ grading them takes about 15 s. Where bubblewrap is missing they are graded with 
 One stand-in: formgrader's grading page loads MathJax 2 from cdnjs (nbgrader 0.9.6 writes that address
 into its template), and its script stops before setting up its keyboard shortcuts when MathJax is
 missing. This machine has no network, so the browser gets a minimal MathJax 2 object on that page (the
-CDN's failed request is the one console error allowed there). The instructors' page says what this
-means for a hub without internet access.
+CDN's failed request is the one console error allowed there). The instructors' page on a term
+(book/exercises/instructors-term.md) says what this means for a hub without internet access.
 """
 
 from __future__ import annotations

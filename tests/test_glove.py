@@ -5,7 +5,7 @@ import warnings
 import pytest
 import torch
 
-from word2bert import evaluation
+from word2bert import word_tests
 from word2bert.data import ToyWorld, Vocab
 from word2bert.glove import GloVe, cooccurrence_counts, glove_loss, glove_weighting
 
@@ -54,9 +54,9 @@ def test_weighting_and_loss_by_hand():
 
 
 def test_glove_learns_the_toy_worlds_categories(glove):
-    categories = evaluation.toyworld_categories()
-    similarity = evaluation.similarity_accuracy(glove.wv, evaluation.similarity_triples(categories))
-    purity = evaluation.neighbour_purity(glove.wv, categories)
+    categories = word_tests.toyworld_categories()
+    similarity = word_tests.similarity_accuracy(glove.wv, word_tests.similarity_triples(categories))
+    purity = word_tests.neighbour_purity(glove.wv, categories)
     # 60k tokens x 40 epochs reach 0.88 and 0.59; chance is 0.5 and about 1/17
     assert similarity > 0.8, f"similarity accuracy {similarity:.2f}"
     assert purity > 0.45, f"only {purity:.2f} of a word's 5 neighbours share its category"

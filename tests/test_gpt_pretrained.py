@@ -1,4 +1,4 @@
-"""The committed GPT checkpoint and the script that trains it.
+"""The committed GPT checkpoint and the recipe and script that train it.
 
 The checkpoint must load with today's code and give the numbers its model card reports; the script must run
 end to end on a tiny configuration and lower the loss; and the model's vectors must show what chapter 3
@@ -14,8 +14,10 @@ from helpers import card_corpus
 
 from word2bert import gpt
 from word2bert.probes import sense_probe
+from word2bert.recipes import options
+from word2bert.recipes.base import save_card
+from word2bert.recipes.gpt import GPTRecipe, held_out_templates
 from word2bert.scripts import train_gpt
-from word2bert.scripts.common import save_card
 
 # Sense accuracy of the committed checkpoint on held-out templates (sense_probe, seeds 0-2, see gpt.md): top
 # block 0.986 with the cue on the left, 0.528 with the cue on the right; at no layer does a right-hand cue lift
@@ -56,8 +58,8 @@ def test_checkpoint_gives_the_held_out_loss_of_its_card(model, card):
     """Loading with the current code reproduces the loss measured when the checkpoint was trained."""
     num_tokens, seed = card_corpus(card)
     reported = float(re.search(r"Held-out templates: loss ([\d.]+)", card).group(1))
-    stream = gpt.token_stream(model.tokenizer, train_gpt.held_out_templates(num_tokens, seed))
-    loss = gpt.evaluate(model, gpt.windows(stream, model.config.block_size), 64, torch.device("cpu"))
+    stream = gpt.token_stream(model.tokenizer, held_out_templates(num_tokens, seed))
+    loss = gpt.next_token_loss(model, gpt.windows(stream, model.config.block_size), 64, torch.device("cpu"))
     assert loss == pytest.approx(reported, abs=2e-3)
 
 
@@ -117,18 +119,18 @@ def test_train_gpt_runs_and_lowers_the_loss(tmp_path):
     loaded = gpt.load(out, device="cpu")
     assert loaded.config.vocab_size == loaded.tokenizer.vocab_size == 300
     card = out.with_suffix(".md").read_text(encoding="utf-8")
-    assert " ".join(argv) in card and str(loaded.config) in card
+    assert options.command(GPTRecipe.script, options.parse(GPTRecipe, argv)) in card and str(loaded.config) in card
 
 
 def test_a_new_card_keeps_the_history_of_the_old_one(tmp_path):
-    """The "Changes" section that ends a card is written by hand; a script that rewrites the card keeps it."""
+    """The "Changes" section that ends a card is written by hand; a run that rewrites the card keeps it."""
     checkpoint = tmp_path / "model.safetensors"
     checkpoint.write_bytes(b"weights")
     card = dict(name="M", summary="A model.", data=[], config="MConfig()", parameters=1, configuration=[])
-    path = save_card(checkpoint, **card, script="word2bert.scripts.m", argv=[], metrics=["Loss: 2.0"])
+    path = save_card(checkpoint, **card, command="python -m word2bert.scripts.m", metrics=["Loss: 2.0"])
     history = "## Changes\n- 2026-01-01: the first checkpoint.\n"
     path.write_text(path.read_text(encoding="utf-8") + "\n" + history, encoding="utf-8")
-    save_card(checkpoint, **card, script="word2bert.scripts.m", argv=[], metrics=["Loss: 1.0"])
+    save_card(checkpoint, **card, command="python -m word2bert.scripts.m", metrics=["Loss: 1.0"])
     text = path.read_text(encoding="utf-8")
     assert "Loss: 1.0" in text and "Loss: 2.0" not in text
     assert text.endswith("\n\n" + history) and text.count("## Changes") == 1

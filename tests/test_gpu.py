@@ -12,12 +12,8 @@ import torch
 from word2bert import bert
 from word2bert import finetune as ft
 from word2bert.data import ToyWorld
-from word2bert.pretraining import (
-    PretrainConfig,
-    create_pretraining_instances,
-    pretrain,
-    tokenize_documents,
-)
+from word2bert.pretraining import PretrainConfig, pretrain
+from word2bert.pretraining_data import create_pretraining_instances, tokenize_documents
 from word2bert.training import TrainConfig
 
 DEVICE = "cuda"

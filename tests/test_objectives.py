@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from word2bert import finetune as ft
 from word2bert.bert import Bert, BertConfig, BertForPreTraining
 from word2bert.objectives import CAUSAL_LM, MLM, TWO_TOWER_LM, WORD_OBJECTIVES, CausalBert, TwoTowerBert, load, save
-from word2bert.pretraining import MLM_ONLY, PretrainConfig, create_pretraining_instances, pretrain, tokenize_documents
+from word2bert.pretraining import PretrainConfig, pretrain
+from word2bert.pretraining_data import MLM_ONLY, create_pretraining_instances, tokenize_documents
 from word2bert.training import TrainConfig
 from word2bert.wordpiece import WordPieceTokenizer
 
@@ -94,7 +95,7 @@ def test_the_language_model_loss_predicts_the_neighbours(objective, tokenizer):
     each backward one), over pairs of real pieces only, computed here the slow way, row by row."""
     model = tiny(objective, tokenizer)
     ids, types, mask = batch(tokenizer)
-    loss = objective.loss(model, MLM_ONLY)(ids, types, mask)[0]
+    loss = objective.loss(model, MLM_ONLY)(ids, types, mask)
     states = model.bert.contextualize(model.bert.embeddings(ids, types), mask)[-1]
     logits = model.mlm(states[..., :H]), model.mlm(states[..., H:]) if objective is TWO_TOWER_LM else None
     next_terms, previous_terms = [], []

@@ -17,7 +17,7 @@ import torch
 if TYPE_CHECKING:  # imported where used: every test worker collects this module
     from gensim.models import KeyedVectors as GensimKeyedVectors
 
-from word2bert import evaluation, vectors
+from word2bert import vectors, word_tests
 from word2bert.data import standard_sets, wordnet_available
 from word2bert.data.standard_sets import AnalogyQuestion
 from word2bert.scripts import train_word2vec
@@ -143,7 +143,7 @@ def test_analogy_scores_are_gensims_on_a_sample(glove, gensim_glove, tmp_path):
 @pytest.mark.slow
 def test_analogy_scores_are_gensims_on_all_of_questions_words(glove, gensim_glove):
     path = standard_sets.standard_set(standard_sets.QUESTIONS_WORDS)
-    assert_same_analogy_scores(glove, gensim_glove, path, restrict=evaluation.ANALOGY_VOCAB)
+    assert_same_analogy_scores(glove, gensim_glove, path, restrict=word_tests.ANALOGY_VOCAB)
 
 
 def test_gensims_rules_for_case_unknown_words_and_the_restricted_vocabulary(tmp_path):
@@ -207,7 +207,7 @@ def _card_numbers(card: str, label: str) -> list[float]:
 def test_the_cards_scores_are_the_vectors_scores(name, glove):
     wv = glove if name == "glove-6b-50d" else pretrained(name)
     card = (CHECKPOINTS / f"{name}.md").read_text(encoding="utf-8")
-    scores = evaluation.standard_word_tests(wv)
+    scores = word_tests.standard_word_tests(wv)
     for label, pair in [("WordSim-353", scores.wordsim353), ("SimLex-999", scores.simlex999)]:
         spearman, pairs, unknown = _card_numbers(card, label)[-3:]
         assert (round(pair.spearman, 3), pair.pairs, pair.unknown) == (spearman, pairs, unknown), label
@@ -237,15 +237,15 @@ def test_the_training_script_writes_the_vectors_and_a_card_that_describes_them(t
     assert f"python -m word2bert.scripts.train_word2vec --num-tokens 30000 --epochs 1 --out {out}" in card
     words = int(re.search(r"^- ([\d,]+) words in", card, re.MULTILINE).group(1).replace(",", ""))
     assert 30_000 <= words < 30_300, "the first sentences up to 30,000 words"
-    scores = evaluation.standard_word_tests(wv)
+    scores = word_tests.standard_word_tests(wv)
     assert f"WordSim-353: Spearman {scores.wordsim353.spearman:.3f} on {scores.wordsim353.pairs} pairs" in card
     assert f"{scores.analogies.accuracy:.3f} on {scores.analogies.answered:,} questions" in card
 
 
 def test_standard_tests_among_a_word_set_ask_only_the_items_whose_words_are_in_it(glove):
     frequent = glove.index_to_key[:5_000]
-    full = evaluation.standard_word_tests(glove, analogy_vocab=5_000)
-    same = evaluation.standard_word_tests(glove, analogy_vocab=5_000, among=frequent)
+    full = word_tests.standard_word_tests(glove, analogy_vocab=5_000)
+    same = word_tests.standard_word_tests(glove, analogy_vocab=5_000, among=frequent)
     # the analogies were limited to those words already: the same questions answered, the others no longer asked
     assert (same.analogies.accuracy, same.analogies.answered, same.analogies.unknown) == (
         full.analogies.accuracy,

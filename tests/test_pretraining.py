@@ -11,17 +11,15 @@ import sys
 import pytest
 import torch
 
-from word2bert.pretraining import (
+from word2bert.pretraining_data import (
     IS_NEXT,
     NOT_NEXT,
     PretrainingCollator,
     PretrainingInstance,
-    build_pair_input,
     create_pretraining_instances,
     mask_tokens,
-    truncate_seq_pair,
 )
-from word2bert.wordpiece import WordPieceTokenizer
+from word2bert.wordpiece import WordPieceTokenizer, build_pair_input, truncate_seq_pair
 
 V = 1000
 
@@ -157,7 +155,7 @@ def test_nsp_instances_document_rule_lengths_and_balance(max_seq_length):
 def test_sop_instances_are_one_documents_text_in_or_out_of_order(max_seq_length):
     """ALBERT's SOP: A and B are consecutive text of one document (each a contiguous run, even one-sentence
     chunks); a negative is the same pair swapped, so B comes before A. About half are negatives."""
-    from word2bert.pretraining import SOP
+    from word2bert.pretraining_data import SOP
 
     docs = synthetic_documents()
     instances = create_pretraining_instances(docs, max_seq_length, seed=1, dupe_factor=10, objective=SOP)
@@ -175,7 +173,8 @@ def test_sop_instances_are_one_documents_text_in_or_out_of_order(max_seq_length)
 def test_mlm_alone_trains_no_sentence_classifier(tokenizer):
     """MLM_ONLY: consecutive text only, every pair IsNext, and the loss is MLM's without a classifier term."""
     from word2bert.bert import BertConfig, BertForPreTraining
-    from word2bert.pretraining import MLM_ONLY, SOP, PretrainingObjective
+    from word2bert.pretraining import PretrainingObjective
+    from word2bert.pretraining_data import MLM_ONLY, SOP
 
     docs = synthetic_documents()
     instances = create_pretraining_instances(docs, 40, seed=1, objective=MLM_ONLY)
@@ -186,12 +185,13 @@ def test_mlm_alone_trains_no_sentence_classifier(tokenizer):
     model = BertForPreTraining(config).eval()
     a = tokenizer.encode_words("the cat sat on the mat".split()).input_ids[1:-1]
     batch = PretrainingCollator(tokenizer, mlm_probability=0.3, seed=1)([PretrainingInstance(a, a[::-1], True)] * 4)
-    loss, mlm_logits, nsp_logits = PretrainingObjective(model, MLM_ONLY)(**batch)
-    chosen = batch["labels"] != -100
-    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(mlm_logits, batch["labels"][chosen]))
-    with_sop = PretrainingObjective(model, SOP)(**batch)[0]
+    loss = PretrainingObjective(model, MLM_ONLY)(**batch)
+    out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+    mlm = torch.nn.functional.cross_entropy(out.prediction_logits.flatten(0, 1), batch["labels"].flatten())
+    torch.testing.assert_close(loss, mlm)
+    with_sop = PretrainingObjective(model, SOP)(**batch)
     torch.testing.assert_close(
-        with_sop - loss, torch.nn.functional.cross_entropy(nsp_logits, batch["next_sentence_label"])
+        with_sop - loss, torch.nn.functional.cross_entropy(out.seq_relationship_logits, batch["next_sentence_label"])
     )
 
 
@@ -226,8 +226,8 @@ def test_collator_batch_segments_and_dynamic_masking(tokenizer):
 
 
 def test_the_training_objective_is_the_models_own_loss(tokenizer):
-    """PretrainingObjective runs the MLM head on the masked positions only; its loss and logits must be
-    BertForPreTraining's own (every position, then the masked ones picked), or training optimises another loss."""
+    """PretrainingObjective runs the MLM head on the masked positions only; its loss must be BertForPreTraining's
+    own (tests/test_losses.py: the cross-entropy of every position's logits), or training optimises another loss."""
     from word2bert.bert import BertConfig, BertForPreTraining
     from word2bert.pretraining import PretrainingObjective
 
@@ -247,19 +247,15 @@ def test_the_training_objective_is_the_models_own_loss(tokenizer):
         [PretrainingInstance(a, b, False), PretrainingInstance(b, a[:3], True)] * 4
     )
     assert (batch["labels"] != -100).any() and (batch["attention_mask"] == 0).any()
-    loss, mlm_logits, nsp_logits = PretrainingObjective(model)(**batch)
-    out = model(**batch)
-    chosen = batch["labels"] != -100
-    torch.testing.assert_close(loss, out.loss)
-    torch.testing.assert_close(mlm_logits, out.prediction_logits[chosen])
-    torch.testing.assert_close(nsp_logits, out.seq_relationship_logits)
+    torch.testing.assert_close(PretrainingObjective(model)(**batch), model(**batch).loss)
 
 
 def test_evaluation_runs_where_the_model_is(tokenizer, monkeypatch):
     """A model loaded onto the CPU is scored on the CPU when the default device is another (a reader's GPU): the
-    book's NSP table loads the checkpoint with device="cpu" and calls ``evaluate`` without one (it failed on CUDA)."""
+    book's NSP table loads the checkpoint with device="cpu" and calls ``evaluate_pretraining`` without one (it failed
+    on CUDA)."""
     from word2bert.bert import BertConfig, BertForPreTraining
-    from word2bert.pretraining import eval_batches, evaluate
+    from word2bert.pretraining import eval_batches, evaluate_pretraining
 
     torch.manual_seed(0)
     config = BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2)
@@ -267,7 +263,7 @@ def test_evaluation_runs_where_the_model_is(tokenizer, monkeypatch):
     a = tokenizer.encode_words("the cat sat on the mat".split()).input_ids[1:-1]
     batches = eval_batches([PretrainingInstance(a, a[:3], False), PretrainingInstance(a[:2], a, True)] * 4, tokenizer)
     monkeypatch.setenv("W2B_DEVICE", "meta")  # a default device the CPU model is not on
-    scores = evaluate(model, batches)
+    scores = evaluate_pretraining(model, batches)
     assert 0 <= scores["nsp_accuracy"] <= 1 and math.isfinite(scores["loss"]), scores
 
 
@@ -278,13 +274,8 @@ def test_pretrain_is_the_shared_loop_with_evaluation_and_checkpoints_as_callback
     from torch.utils.data import DataLoader, RandomSampler
 
     from word2bert.bert import BertConfig, BertForPreTraining
-    from word2bert.pretraining import (
-        PretrainConfig,
-        PretrainingDataset,
-        PretrainingObjective,
-        parameter_digest,
-        pretrain,
-    )
+    from word2bert.pretraining import PretrainConfig, PretrainingObjective, parameter_digest, pretrain
+    from word2bert.pretraining_data import PretrainingDataset
     from word2bert.training import TrainConfig, make_optimizer, train_step
 
     a = tokenizer.encode_words("the cat sat on the mat".split()).input_ids[1:-1]
@@ -325,7 +316,7 @@ def test_pretrain_is_the_shared_loop_with_evaluation_and_checkpoints_as_callback
     objective = PretrainingObjective(hand)
     optimizer, scheduler = make_optimizer(hand, config.train)
     batches = itertools.islice((batch for _ in range(4) for batch in loader), 10)
-    losses = [train_step(objective, batch, lambda m, b: m(**b)[0], optimizer, scheduler) for batch in batches]
+    losses = [train_step(objective, batch, lambda m, b: m(**b), optimizer, scheduler) for batch in batches]
     assert result.losses == losses
     assert result.parameter_digests == [parameter_digest(hand)]
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 
 import pytest
 from helpers import TINY_PRETRAINING
 
-from word2bert.scripts import sentence_objectives as so
+from word2bert.recipes import options
+from word2bert.recipes import sentence_objectives as so
+from word2bert.scripts import sentence_objectives as script
 
 
 @pytest.mark.slow
@@ -20,10 +23,12 @@ def test_main_writes_every_objective_and_seed_with_what_the_page_reads(tmp_path,
     monkeypatch.setattr(so, "QA", so.QA.__class__(**{**vars(so.QA), "n_train": 16, "n_test": 8, "steps": 2}))
     out = tmp_path / "results.json"
     argv = ["--seeds", "0", "1", "--results", str(out), *TINY_PRETRAINING]
-    returned = so.main(argv)
+    returned = script.main(argv)
     written = json.loads(out.read_text(encoding="utf-8"))
     assert written == json.loads(json.dumps(returned)), "the file holds what main returns"
-    assert written["command"] == "python -m word2bert.scripts.sentence_objectives " + " ".join(argv)
+    recipe = options.parse(so.SentenceObjectivesRecipe, argv)
+    assert written["command"] == options.command(so.SentenceObjectivesRecipe.script, recipe)
+    assert options.parse(so.SentenceObjectivesRecipe, shlex.split(written["command"])[3:]) == recipe
     settings = written["settings"]
     assert settings["phases"] == [[64, 6], [128, 2]] and settings["vocab_size"] <= 200
     assert settings["finetune"]["nli"]["n_train"] == 16 and settings["finetune"]["qa"]["steps"] == 2

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from word2bert import evaluation
 from word2bert import word2vec as w2v
+from word2bert import word_tests
 from word2bert.data import ToyWorld, wordnet_available
 from word2bert.testing import assert_frequency
 from word2bert.vectors import KeyedVectors
@@ -147,11 +147,11 @@ def test_embed_sentence_shape_and_unknown_words(skipgram):
 @pytest.mark.parametrize("name", ["skipgram", "cbow"])
 def test_word2vec_learns_the_toy_worlds_categories(name, request):
     wv = request.getfixturevalue(name).wv
-    categories = evaluation.toyworld_categories()
+    categories = word_tests.toyworld_categories()
     animals = set(categories["animal"])
     animal_share = sum(n in animals for a in animals for n, _ in wv.most_similar(a, topn=5)) / (5 * len(animals))
-    similarity = evaluation.similarity_accuracy(wv, evaluation.similarity_triples(categories))
-    analogy = evaluation.analogy_accuracy(wv, evaluation.category_analogies(categories, n=300))
+    similarity = word_tests.similarity_accuracy(wv, word_tests.similarity_triples(categories))
+    analogy = word_tests.analogy_accuracy(wv, word_tests.category_analogies(categories, n=300))
     chance = 1 / len(categories)
     # thresholds: half a point below what 60k tokens x 3 epochs reach (skip-gram: 0.7 / 0.88 / 0.46, CBOW:
     # 0.6 / 0.88 / 0.34), far above chance (0.5 for similarity, well under 0.1 for the others)
@@ -216,8 +216,8 @@ def test_worker_threads_learn_as_one_worker_does():
     threads = torch.get_num_threads()
     model = w2v.Word2Vec(sentences, vector_size=32, epochs=3, sg=1, workers=3, progress=False)
     assert torch.get_num_threads() == threads, "training must give back torch's thread count"
-    categories = evaluation.toyworld_categories()
-    similarity = evaluation.similarity_accuracy(model.wv, evaluation.similarity_triples(categories))
+    categories = word_tests.toyworld_categories()
+    similarity = word_tests.similarity_accuracy(model.wv, word_tests.similarity_triples(categories))
     assert similarity > 0.8, f"three workers: similarity accuracy {similarity:.2f} (one worker: about 0.88)"
 
 
@@ -236,10 +236,10 @@ def test_save_load_round_trip(skipgram, tmp_path):
 
 
 def test_toyworld_categories_are_disjoint():
-    categories = evaluation.toyworld_categories()
+    categories = word_tests.toyworld_categories()
     words = [w for ws in categories.values() for w in ws]
     assert len(words) == len(set(words)) and all(len(ws) >= 3 for ws in categories.values())
-    for a, b, c, answers in evaluation.category_analogies(categories, n=50, seed=3):
+    for a, b, c, answers in word_tests.category_analogies(categories, n=50, seed=3):
         kind = next(k for k, ws in categories.items() if b in ws)
         assert answers == set(categories[kind]) - {b} and a not in answers and c not in answers
 
@@ -255,7 +255,7 @@ def test_wordnet_tests_use_synonyms_and_plurals():
     counts = Counter(w for s in wordnet.sentences() for w in s)
     words = [w for w, _ in counts.most_common(5000)]
     wv = KeyedVectors(words, torch.randn(len(words), 4, generator=torch.Generator().manual_seed(0)))
-    triples, analogies = evaluation.wordnet_word_tests(wv, n=50)
+    triples, analogies = word_tests.wordnet_word_tests(wv, n=50)
     assert len(triples) == 50 and len(analogies) == 50
     for a, b, c in triples[:10]:
         assert any(a in s.lemmas and b in s.lemmas for s in wordnet.synsets), f"{a} and {b} share no synset"

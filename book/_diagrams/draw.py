@@ -1066,7 +1066,7 @@ CHAPTERS = [
     Chapter(
         "",
         "Looking back",
-        "the four models side by side; what came after",
+        "the course's models side by side; what came after",
         "",
         ("book/comparison", "book/comparison-why", "book/after"),
     ),
@@ -1090,11 +1090,13 @@ def duration(seconds: float) -> str:
 
 
 def landing_rows() -> list[str]:
-    """The course map as the landing page's table, its text alternative: one Markdown row per chapter."""
-    return [
-        f"| {c.number} | {c.title} | {c.adds} | {c.exercise.capitalize() or '—'} | {duration(s)} |"
-        for c, s in zip(CHAPTERS, chapter_seconds())
-    ]
+    """The course map as the landing page's table, its text alternative: one Markdown row per chapter, four columns
+    so that it fits a phone's screen (chapter, what the model adds, the exercise's number, run time)."""
+    rows = []
+    for c, seconds in zip(CHAPTERS, chapter_seconds()):
+        name = f"{c.number}. {c.title}" if c.number else c.title
+        rows.append(f"| {name} | {c.adds} | {c.number if c.exercise else '—'} | {duration(seconds)} |")
+    return rows
 
 
 def course_map():

@@ -14,7 +14,7 @@ import importlib.util
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -59,13 +59,9 @@ class BertConfig:
 
     @classmethod
     def large(cls) -> BertConfig:
-        return cls(
-            vocab_size=30522,
-            hidden_size=1024,
-            num_hidden_layers=24,
-            num_attention_heads=16,
-            intermediate_size=4096,
-            max_position_embeddings=512,
+        """BERT-base, wider and deeper."""
+        return replace(
+            cls.base(), hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096
         )
 
 
@@ -229,15 +225,25 @@ class BertForPreTraining(nn.Module):
         out = self.bert(input_ids, token_type_ids, attention_mask, output_hidden_states)
         out.prediction_logits = self.mlm(out.last_hidden_state)
         out.seq_relationship_logits = self.nsp(out.pooler_output)
-        if labels is not None:
-            # F.cross_entropy of the prediction logits, from the masked positions alone (the others' labels are
-            # -100): the same loss and gradients, without a backward pass through every position's logits
-            masked = labels != -100
-            out.loss = self.mlm.loss(out.last_hidden_state[masked], labels[masked])
-        if next_sentence_label is not None:
-            nsp = F.cross_entropy(out.seq_relationship_logits, next_sentence_label)
-            out.loss = nsp if out.loss is None else out.loss + nsp
+        if labels is not None or next_sentence_label is not None:
+            out.loss = self.loss(out, labels, next_sentence_label)
         return out
+
+    def loss(
+        self, out: BertOutput, labels: torch.Tensor | None = None, next_sentence_label: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """BERT's pre-training loss from the encoder's output ``out``: MLM's cross-entropy over the masked positions
+        (``labels`` [B, T], -100 elsewhere) plus NSP's over the pooled output (``next_sentence_label`` [B]); a term
+        whose labels are None is left out. MLM's is computed from the masked positions alone, as one step
+        (``MLMHead.loss``): the loss and gradients of every position's logits with -100 labels, without those
+        [B, T, V] logits. A batch with nothing masked adds 0."""
+        loss = torch.zeros((), device=out.pooler_output.device)
+        if labels is not None:
+            masked = labels != -100
+            loss = loss + self.mlm.loss(out.last_hidden_state[masked], labels[masked])
+        if next_sentence_label is not None:
+            loss = loss + F.cross_entropy(self.nsp(out.pooler_output).float(), next_sentence_label)
+        return loss
 
     def embed_sentence(self, tokens: list[str] | str) -> torch.Tensor:
         return self.bert.embed_sentence(tokens)

@@ -37,7 +37,6 @@ __all__ = [
     "baseline",
     "collate",
     "encode",
-    "evaluate",
     "evaluate_finetuned",
     "examples",
     "finetune",
@@ -260,9 +259,6 @@ def evaluate_finetuned(
     test = examples(task, config.n_test, config.test_split, seed)
     predictions = predict(task, model, tokenizer, test, config)
     return FinetuneResult(task, task.score(predictions, [task.gold(x) for x in test]), [], test, predictions, model)
-
-
-evaluate = evaluate_finetuned  # the old name, as chapter 5's pages call it
 
 
 def baseline(

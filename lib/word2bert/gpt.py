@@ -346,9 +346,6 @@ def next_token_loss(model: DecoderLM, data: torch.Tensor, batch_size: int, devic
     return total / len(data)
 
 
-evaluate = next_token_loss  # the old name, as the tests and notebooks call it
-
-
 def from_hf(model) -> GPT:
     """Our GPT with the weights of a Hugging Face ``GPT2LMHeadModel`` (GPT-2's Conv1D weights are transposed)."""
     c = model.config

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .bert import Bert, BertConfig, BertForPreTraining
 from .checkpoint import load_checkpoint, save_checkpoint
-from .pretraining import PretrainingObjective, SentenceObjective
+from .pretraining import PretrainingObjective
+from .pretraining_data import MLM_PROBABILITY, SentenceObjective
 from .transformer import init_weights, padding_mask
 from .wordpiece import WordPieceTokenizer
 
@@ -87,9 +87,9 @@ class TwoTowerBert(CausalBert):
 class LanguageModelLoss(nn.Module):
     """The language models' loss on unmasked batches: cross-entropy of the next piece from each forward vector
     and, for two towers, of the previous piece from each backward vector, summed as ELMo's log-likelihoods are,
-    through the shared output layer (``model.mlm``: dense, GELU, LayerNorm, decoder tied to the embeddings).
-    Padding neither predicts nor is predicted. Returns (loss, forward logits [N, V], None), as
-    ``PretrainingObjective`` returns its (loss, MLM logits, NSP logits)."""
+    through the shared output layer (``model.mlm``: dense, GELU, LayerNorm, decoder tied to the embeddings, its
+    ``loss`` computed as one step). Padding neither predicts nor is predicted. Called as ``PretrainingObjective``
+    is, it returns the loss."""
 
     def __init__(self, model: BertForPreTraining, sentence: SentenceObjective | None = None):
         super().__init__()
@@ -101,12 +101,10 @@ class LanguageModelLoss(nn.Module):
         real = attention_mask.bool()
         both = real[:, :-1] & real[:, 1:]  # position t and t + 1 both hold pieces
         H = self.model.config.hidden_size
-        forward = self.model.mlm(states[:, :-1, :H][both]).float()
-        loss = F.cross_entropy(forward, input_ids[:, 1:][both])
+        loss = self.model.mlm.loss(states[:, :-1, :H][both], input_ids[:, 1:][both])
         if isinstance(bert, TwoTowerBert):
-            backward = self.model.mlm(states[:, 1:, H:][both]).float()
-            loss = loss + F.cross_entropy(backward, input_ids[:, :-1][both])
-        return loss, forward, None
+            loss = loss + self.model.mlm.loss(states[:, 1:, H:][both], input_ids[:, :-1][both])
+        return loss
 
 
 @dataclass(frozen=True)
@@ -128,7 +126,7 @@ class WordObjective:
 
 
 CAUSAL_LM = WordObjective("left-to-right LM", CausalBert, LanguageModelLoss, 0.0, "its left")
-MLM = WordObjective("MLM", Bert, PretrainingObjective, 0.15, "both sides, in every block")
+MLM = WordObjective("MLM", Bert, PretrainingObjective, MLM_PROBABILITY, "both sides, in every block")
 TWO_TOWER_LM = WordObjective("two-tower biLM", TwoTowerBert, LanguageModelLoss, 0.0, "each side in its own tower")
 WORD_OBJECTIVES = {o.name: o for o in (CAUSAL_LM, MLM, TWO_TOWER_LM)}
 

@@ -1,8 +1,8 @@
 """BERT's pre-training (Devlin et al. 2019, section 3.1 and appendix A): the loss and the loop.
 
 The data, masked language modelling and the sentence objectives (NSP, SOP, MLM alone), are
-:mod:`word2bert.pretraining_data`; its names are importable from here too, as the exercises and the book import them.
-``PretrainingObjective`` is the loss: MLM's cross-entropy on the masked positions plus the sentence objective's.
+:mod:`word2bert.pretraining_data`. ``PretrainingObjective`` is the loss the loop trains, ``BertForPreTraining.loss``:
+MLM's cross-entropy on the masked positions plus the sentence objective's.
 
 The loop (``pretrain``) runs on one process or under ``torchrun`` with DistributedDataParallel: gloo on the CPU,
 NCCL on GPUs, a DistributedSampler giving each rank its share, bf16 autocast on GPUs
@@ -19,68 +19,22 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
 from tqdm import tqdm
 
-from .bert import fill_mask
 from .device import resolve
 from .pretraining_data import (
-    IS_NEXT,
-    MLM_ONLY,
-    NOT_NEXT,
+    MLM_PROBABILITY,
     NSP,
-    SOP,
-    MaskedLMOnly,
-    NextSentencePrediction,
     PretrainingCollator,
     PretrainingDataset,
     PretrainingInstance,
     SentenceObjective,
-    SentenceOrderPrediction,
-    create_instances_from_document,
-    create_pretraining_instances,
-    mask_tokens,
-    tokenize_documents,
 )
 from .training import TrainConfig, autocast, init_distributed, to_device, train
-from .wordpiece import WordPieceTokenizer, build_pair_input, truncate_seq_pair
-
-# What moved to pretraining_data, wordpiece, training and bert is still importable from here, where the exercises,
-# the book and the scripts import it; this module's own names follow.
-__all__ = [
-    "IS_NEXT",
-    "MLM_ONLY",
-    "MaskedLMOnly",
-    "NOT_NEXT",
-    "NSP",
-    "NextSentencePrediction",
-    "PretrainingCollator",
-    "PretrainingDataset",
-    "PretrainingInstance",
-    "SOP",
-    "SentenceObjective",
-    "SentenceOrderPrediction",
-    "autocast",
-    "build_pair_input",
-    "create_instances_from_document",
-    "create_pretraining_instances",
-    "fill_mask",
-    "init_distributed",
-    "mask_tokens",
-    "tokenize_documents",
-    "truncate_seq_pair",
-    "PretrainConfig",
-    "PretrainResult",
-    "PretrainingObjective",
-    "eval_batches",
-    "evaluate",
-    "evaluate_pretraining",
-    "parameter_digest",
-    "pretrain",
-]
+from .wordpiece import WordPieceTokenizer
 
 # --- the loop --------------------------------------------------------------------------------------------------
 
@@ -90,7 +44,7 @@ class PretrainConfig:
     # BERT's optimisation: warm-up, then linear decay to 0
     train: TrainConfig = field(default_factory=lambda: TrainConfig(steps=2000, lr=1e-3, schedule="linear"))
     batch_size: int = 32  # the global batch: under torchrun each of the N ranks takes batch_size / N
-    mlm_probability: float = 0.15
+    mlm_probability: float = MLM_PROBABILITY
     whole_word_mask: bool = False
     eval_every: int = 200  # MLM and NSP accuracy on the evaluation instances (0: only at the end)
     checkpoint_every: int = 0  # steps between checkpoints (0: only at the end)
@@ -111,24 +65,18 @@ class PretrainResult:
 
 
 class PretrainingObjective(nn.Module):
-    """BERT's pre-training loss, MLM cross-entropy + the sentence objective's (NSP's unless told), with the MLM
-    head run on the masked positions only, as the reference implementation's ``gather_indexes``: on every
-    position, the [B, T, V] logits would cost a small model a third of its compute. Wrapping this module (not the
-    model) in DDP keeps every parameter in sync. Returns (loss, MLM logits [N_masked, V], NSP logits [B, 2])."""
+    """The loss the loop trains: ``BertForPreTraining.loss`` (MLM's cross-entropy on the masked positions, as one
+    step, plus the sentence objective's) on the encoder's output, the sentence objective's term only if it is
+    ``trained``. Unlike the model's ``forward``, it makes no [B, T, V] logits of every position. Wrapping this module
+    (not the model) in DDP keeps every parameter in sync."""
 
     def __init__(self, model: nn.Module, sentence: SentenceObjective = NSP):
         super().__init__()
         self.model, self.sentence = model, sentence
 
-    def forward(self, input_ids, token_type_ids, attention_mask, labels, next_sentence_label):
+    def forward(self, input_ids, token_type_ids, attention_mask, labels, next_sentence_label) -> torch.Tensor:
         out = self.model.bert(input_ids, token_type_ids, attention_mask)
-        chosen = labels != -100
-        mlm_logits = self.model.mlm(out.last_hidden_state[chosen]).float()
-        nsp_logits = self.model.nsp(out.pooler_output).float()
-        mlm = F.cross_entropy(mlm_logits, labels[chosen], reduction="sum") / chosen.sum().clamp(min=1)
-        if not self.sentence.trained:
-            return mlm, mlm_logits, nsp_logits
-        return mlm + F.cross_entropy(nsp_logits, next_sentence_label), mlm_logits, nsp_logits
+        return self.model.loss(out, labels, next_sentence_label if self.sentence.trained else None)
 
 
 @torch.no_grad()
@@ -147,18 +95,19 @@ def evaluate_pretraining(
     device = resolve(device) if device is not None else next(model.parameters()).device
     was_training = model.training
     model.eval()
-    objective = PretrainingObjective(model, sentence)
     loss = mlm_hits = mlm_total = nsp_hits = nsp_total = 0.0
     for batch in batches:
         batch = to_device(batch, device)
+        masked = batch["labels"] != -100
         with autocast(device):
-            batch_loss, mlm_logits, nsp_logits = objective(**batch)
-        targets = batch["labels"][batch["labels"] != -100]
+            out = model.bert(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+            loss += model.loss(out, batch["labels"], batch["next_sentence_label"] if sentence.trained else None).item()
+            mlm_logits, nsp_logits = model.mlm(out.last_hidden_state[masked]), model.nsp(out.pooler_output)
+        targets = batch["labels"][masked]
         mlm_hits += (mlm_logits.argmax(-1) == targets).sum().item()
         mlm_total += len(targets)
         nsp_hits += (nsp_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
         nsp_total += len(batch["next_sentence_label"])
-        loss += batch_loss.item()
     model.train(was_training)
     return {
         "loss": loss / len(batches),
@@ -167,15 +116,12 @@ def evaluate_pretraining(
     }
 
 
-evaluate = evaluate_pretraining  # the old name, as chapter 4's pages and the tests call it
-
-
 def eval_batches(
     instances: Sequence[PretrainingInstance],
     tokenizer: WordPieceTokenizer,
     batch_size: int = 64,
     seed: int = 1234,
-    mlm_probability: float = 0.15,
+    mlm_probability: float = MLM_PROBABILITY,
 ) -> list[dict]:
     """Evaluation batches masked once with a fixed seed, so every evaluation scores the same predictions."""
     collate = PretrainingCollator(tokenizer, mlm_probability, seed=seed)
@@ -232,7 +178,7 @@ def pretrain(
 
     def loss_fn(objective: nn.Module, batch: dict) -> torch.Tensor:
         with autocast(device):
-            return objective(**batch)[0]
+            return objective(**batch)
 
     def evaluate_and_save(step: int, loss: float) -> None:
         if rank != 0:

@@ -25,6 +25,7 @@ from torch.utils.data import Dataset
 from .wordpiece import PREFIX, WordPieceTokenizer, build_pair_input, truncate_seq_pair
 
 IS_NEXT, NOT_NEXT = 0, 1
+MLM_PROBABILITY = 0.15  # BERT's share of the pieces chosen for prediction
 
 # --- masked language modelling ---------------------------------------------------------------------------------
 
@@ -35,7 +36,7 @@ def mask_tokens(
     *,
     vocab_size: int,
     mask_token_id: int,
-    mlm_probability: float = 0.15,
+    mlm_probability: float = MLM_PROBABILITY,
     generator: torch.Generator | None = None,
     word_starts: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -278,7 +279,7 @@ class PretrainingCollator:
     def __init__(
         self,
         tokenizer: WordPieceTokenizer,
-        mlm_probability: float = 0.15,
+        mlm_probability: float = MLM_PROBABILITY,
         whole_word_mask: bool = False,
         seed: int = 0,
     ):

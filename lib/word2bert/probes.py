@@ -215,12 +215,3 @@ def pos_probe(
             ]
         )
     return ProbeResult("part of speech" + " (control task)" * control, torch.tensor(rows))
-
-
-def __getattr__(name: str):
-    # course_models moved to reporting, which may load every model; the old import path keeps working.
-    if name == "course_models":
-        from .reporting import course_models
-
-        return course_models
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,20 +18,21 @@ from .embedding import Embedder, word_vectors
 from .probes import ProbeResult, embed_occurrences
 
 # The book's figures, for ``plt.style.use(BOOK_STYLE)``. A figure of 5 inches at 100 dpi is 500 px wide, and its
-# smallest label, 11 points, is 15 px high. A wide screen shows it at that size; a phone shrinks it to the text
-# column, and at 400 px its labels are still 12 px high, 9 points. The book draws every figure at twice that
-# resolution (book/_ext/w2b_sphinx.py), so that shrunk or on a sharp screen its labels stay crisp. Pages keep to 5
-# inches and lay several panels out in rows rather than side by side.
+# smallest label, 12 points, is 17 px high. A wide screen shows it at that size; a phone shrinks it to the text
+# column (about 350 px at 400 px), and its labels to 11.5 px, the smallest a phone's reader should be asked to read
+# (tests/test_browser.py checks every chart of the built book). The book draws every figure at twice that resolution
+# (book/_ext/w2b_sphinx.py), so that shrunk or on a sharp screen its labels stay crisp. Pages keep to 5 inches, lay
+# several panels out in rows rather than side by side, and break a long title in two.
 BOOK_STYLE = {
     "figure.figsize": (5.0, 3.4),
     "figure.dpi": 100,
     "figure.constrained_layout.use": True,
-    "font.size": 11,
+    "font.size": 12,
     "axes.titlesize": 12,
-    "axes.labelsize": 11,
-    "xtick.labelsize": 11,
-    "ytick.labelsize": 11,
-    "legend.fontsize": 11,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 12,
+    "ytick.labelsize": 12,
+    "legend.fontsize": 12,
     "figure.titlesize": 12,
 }
 

@@ -7,7 +7,7 @@ and GloVe with them; they take a ``KeyedVectors`` and know nothing of the model 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .data import standard_sets
@@ -87,16 +87,21 @@ def toyworld_categories() -> dict[str, list[str]]:
     return {c: [w for w in LEXICON[c][1] if seen[w] == 1] for c in TEST_CATEGORIES}
 
 
-def similarity_triples(categories: dict[str, list[str]], n: int = 1000, seed: int = 0) -> list[tuple[str, str, str]]:
-    """(word, same-category word, other-category word): a model passes a triple when the first pair is closer."""
+def category_pairs(categories: dict[str, list[str]], n: int, seed: int) -> Iterator[tuple[random.Random, str, str]]:
+    """``n`` draws of two different categories, each with the generator that drew it (a question's own words are
+    drawn from it before the next pair is)."""
     rng = random.Random(seed)
     names = sorted(categories)
-    out = []
     for _ in range(n):
-        same, other = rng.sample(names, 2)
-        a, b = rng.sample(categories[same], 2)
-        out.append((a, b, rng.choice(categories[other])))
-    return out
+        yield rng, *rng.sample(names, 2)
+
+
+def similarity_triples(categories: dict[str, list[str]], n: int = 1000, seed: int = 0) -> list[tuple[str, str, str]]:
+    """(word, same-category word, other-category word): a model passes a triple when the first pair is closer."""
+    return [
+        (*rng.sample(categories[same], 2), rng.choice(categories[other]))
+        for rng, same, other in category_pairs(categories, n, seed)
+    ]
 
 
 def category_analogies(
@@ -109,11 +114,8 @@ def category_analogies(
     capital-of, and since a and c share a category, b - a + c stays near b, so 3CosAdd wins with one of b's
     neighbours. The score measures how tightly categories cluster, as ``neighbour_purity`` does; WordNet's
     plurals (``wordnet_word_tests``) are the course's analogies that test a relation."""
-    rng = random.Random(seed)
-    names = sorted(categories)
     out = []
-    for _ in range(n):
-        x, y = rng.sample(names, 2)
+    for rng, x, y in category_pairs(categories, n, seed):
         a, c = rng.sample(categories[x], 2)
         b = rng.choice(categories[y])
         out.append((a, b, c, frozenset(categories[y]) - {b}))

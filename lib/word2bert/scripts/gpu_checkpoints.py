@@ -4,12 +4,12 @@ sized from a measured speed (issue 53).
     python -m word2bert.scripts.gpu_checkpoints --model bert --size course --train-seconds 300 --out runs/
     python -m word2bert.scripts.gpu_checkpoints --model elmo --size large --num-tokens 4000000 --out runs/
 
-First two short runs of the recipe's own script (``pretrain_bert`` or ``train_elmo``) on a small text measure the
+First two short runs of the recipe (``recipes.bert.train`` or ``recipes.elmo.train``) on a small text measure the
 seconds one step takes at this size and batch on this device: the difference of the two runs' times over the
 difference of their steps, so that building the data and the model does not count. From it, the steps (BERT) or
-epochs (ELMo) that fill ``--train-seconds``. Then the full run: the script writes the checkpoint (fp16) and its model
+epochs (ELMo) that fill ``--train-seconds``. Then the full run: the recipe writes the checkpoint (fp16) and its model
 card, and its probes; this script adds the plain sentences under the leave-one-out probe, the course's headline test,
-and writes everything to ``OUT/NAME.json``: one point of the measured curve. bf16 autocast on CUDA is the scripts'
+and writes everything to ``OUT/NAME.json``: one point of the measured curve. bf16 autocast on CUDA is the loops'
 own (``training.autocast``).
 """
 
@@ -20,6 +20,7 @@ import json
 import math
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -27,53 +28,47 @@ import torch
 from word2bert import bert, elmo
 from word2bert.data import plain_sense_occurrences, pretraining_documents
 from word2bert.probes import chance_level, leave_one_out_sense_probe
-from word2bert.scripts import pretrain_bert, train_elmo
+from word2bert.recipes import bert as bert_recipe
+from word2bert.recipes import elmo as elmo_recipe
+from word2bert.recipes.options import arguments
 
-# Each size's options for its script; "course" is the committed checkpoint's shape.
+# Each size of each model; "course" is the committed checkpoint's shape.
 SIZES = {
-    "bert": {
-        "course": ["--hidden", "128", "--layers", "4", "--heads", "4"],
-        "wide": ["--hidden", "256", "--layers", "4", "--heads", "4"],
-    },
-    "elmo": {
-        "course": ["--dim", "128", "--cell-dim", "256"],
-        "large": ["--dim", "128", "--cell-dim", "512"],
-    },
+    "bert": {"course": dict(hidden=128, layers=4, heads=4), "wide": dict(hidden=256, layers=4, heads=4)},
+    "elmo": {"course": dict(dim=128, cell_dim=256), "large": dict(dim=128, cell_dim=512)},
 }
 # The recipe of ``make checkpoints`` apart from the text's size, the steps and the batch.
 RECIPE = {
-    "bert": ["--vocab-size", "8000", "--wordnet-fraction", "0", "--eval-every", "0", "--checkpoint-every", "0"],
-    "elmo": ["--vocab-size", "12000", "--wordnet-fraction", "0"],
+    "bert": dict(vocab_size=8000, wordnet_fraction=0.0, eval_every=0, checkpoint_every=0),
+    "elmo": dict(vocab_size=12000, wordnet_fraction=0.0),
 }
+RECIPES = {"bert": bert_recipe.BertRecipe, "elmo": elmo_recipe.ElmoRecipe}
 LONG_COST = 2.0  # a step on 128 pieces against one on 64, for the last tenth of BERT's steps
 
 
-def run_bert(argv: list[str]) -> dict:
-    return pretrain_bert.main(argv)
+def run(recipe) -> dict:
+    """The recipe's run: its metrics."""
+    return (bert_recipe if isinstance(recipe, bert_recipe.BertRecipe) else elmo_recipe).train(recipe)[1]
 
 
-def run_elmo(argv: list[str]) -> dict:
-    return train_elmo.main(argv)
-
-
-def timed(model: str, argv: list[str]) -> tuple[float, int]:
-    """(seconds, steps) of one run of the recipe's script."""
+def timed(recipe) -> tuple[float, int]:
+    """(seconds, steps) of one run of the recipe."""
     started = time.perf_counter()
-    metrics = run_bert(argv) if model == "bert" else run_elmo(argv)
-    steps = len(metrics["losses"]) if model == "bert" else metrics["steps"]
+    metrics = run(recipe)
+    steps = len(metrics["losses"]) if isinstance(recipe, bert_recipe.BertRecipe) else metrics["steps"]
     return time.perf_counter() - started, steps
 
 
-def seconds_per_step(model: str, base: list[str], tokens: int = 300_000) -> float:
+def seconds_per_step(base, tokens: int = 300_000) -> float:
     """One step's seconds at ``base``'s size and batch on its device: two short runs on ``tokens`` words, the
     difference of their times over the difference of their steps."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = ["--num-tokens", str(tokens), "--out", str(Path(tmp) / "x.safetensors"), "--no-card"]
-        if model == "bert":
-            runs = [base + out + ["--steps", str(s), "--long-steps", "0", "--warmup-steps", "5"] for s in (20, 80)]
+        short = replace(base, num_tokens=tokens, out=Path(tmp) / "x.safetensors", card=False)
+        if isinstance(base, bert_recipe.BertRecipe):
+            runs = [replace(short, steps=s, long_steps=0, warmup_steps=5) for s in (20, 80)]
         else:
-            runs = [base + out + ["--epochs", str(e), "--probe-seeds", ""] for e in (0.2, 1.0)]
-        (t1, s1), (t2, s2) = (timed(model, argv) for argv in runs)
+            runs = [replace(short, epochs=e, probe_seeds=[]) for e in (0.2, 1.0)]
+        (t1, s1), (t2, s2) = (timed(recipe) for recipe in runs)
     return max(t2 - t1, 1e-3) / max(s2 - s1, 1)
 
 
@@ -94,24 +89,29 @@ def main(argv: list[str] | None = None) -> dict:
     name = f"{args.model}-{args.size}-{args.num_tokens // 1_000_000}M-{args.english_fraction:g}"
     args.out.mkdir(parents=True, exist_ok=True)
     batch = args.batch_size or (256 if args.model == "bert" else 128)
-    base = RECIPE[args.model] + SIZES[args.model][args.size]
-    base += ["--english-fraction", str(args.english_fraction), "--batch-size", str(batch), "--seed", str(args.seed)]
-    base += ["--device", args.device] if args.device else []
-    per_step = seconds_per_step(args.model, base, args.calibration_tokens)
-    full = base + ["--num-tokens", str(args.num_tokens), "--out", str(args.out / f"{name}.safetensors")]
+    base = RECIPES[args.model](
+        **RECIPE[args.model],
+        **SIZES[args.model][args.size],
+        english_fraction=args.english_fraction,
+        batch_size=batch,
+        seed=args.seed,
+        device=args.device,
+    )
+    per_step = seconds_per_step(base, args.calibration_tokens)
+    full = replace(base, num_tokens=args.num_tokens, out=args.out / f"{name}.safetensors")
     if args.model == "bert":
         steps = max(10, int(args.train_seconds / (per_step * (1 + LONG_COST / 10))))
-        full += ["--steps", str(steps), "--long-steps", str(steps // 10), "--warmup-steps", str(min(1000, steps // 20))]
-        full += ["--probes", "--metrics", str(args.out / f"{name}.metrics.json")]
-        metrics = run_bert(full)
-        model = bert.load(args.out / f"{name}.safetensors", "cpu")
+        full = replace(full, steps=steps, long_steps=steps // 10, warmup_steps=min(1000, steps // 20), probes=True)
+        full = replace(full, metrics=args.out / f"{name}.metrics.json")
+        metrics = run(full)
+        model = bert.load(full.out, "cpu")
     else:
         sentences = sum(len(d) for d in pretraining_documents(args.num_tokens, 0.0, args.seed, args.english_fraction))
         steps = max(10, int(args.train_seconds / per_step))
-        full += ["--epochs", f"{steps / math.ceil(sentences / batch):.3f}"]
-        metrics = run_elmo(full)
+        full = replace(full, epochs=round(steps / math.ceil(sentences / batch), 3))
+        metrics = run(full)
         metrics.pop("history", None)
-        model = elmo.load(args.out / f"{name}.safetensors", "cpu")
+        model = elmo.load(full.out, "cpu")
     model.eval()
     plain = plain_sense_occurrences()
     loo = leave_one_out_sense_probe(model, plain, "sense (plain sentences, leave one out)")
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> dict:
         "model": args.model,
         "size": args.size,
         "command": "python -m word2bert.scripts.gpu_checkpoints " + " ".join(argv or []),
-        "script_argv": full,
+        "script_argv": arguments(full),
         "device": str(metrics["device"]),
         "device_name": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
         "batch_size": batch,

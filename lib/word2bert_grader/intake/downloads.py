@@ -71,6 +71,8 @@ def checked_assignments(assignments: Collection[str]) -> list[str]:
 def id_problem(student: str) -> str | None:
     if not _ID.fullmatch(student):
         return "has characters other than letters, digits and . _ @ -"
+    if student[0] == "@":  # grades.csv's row would start with it, and a spreadsheet reads "@A1-B1" as a formula
+        return "begins with '@', which a spreadsheet reads as a formula"
     return f"begins with {student[0]!r}" if student[0] in "-." else None
 
 

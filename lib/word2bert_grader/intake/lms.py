@@ -158,7 +158,8 @@ def _canvas(assignment: str, entries: list[Candidate], roster: Roster | None, co
     found, problems, people = [], [], roster.people if roster is not None else []
     for entry in entries:
         base = entry.name.rsplit("/", 1)[-1]
-        parsed, users = parse_canvas(base), canvas_users(base)
+        readings = canvas_readings(base)
+        parsed, users = next(iter(readings), None), sorted({r.user for r in readings})
         person = next((p for p in people if parsed and p.lms_id == parsed.user), None)
         if parsed is None:
             why = "ignored: not named as Canvas names downloads (name_ID_ID_file)"
@@ -169,6 +170,10 @@ def _canvas(assignment: str, entries: list[Candidate], roster: Roster | None, co
         elif len(users) > 1:  # another user's ids in a part of the student's choosing: neither reading can be trusted
             why = f"not collected: the name reads as Canvas users {' and '.join(users)} (a display name or a file name "
             why += "holding another user's ids; kept in the downloads: grade it by hand)"
+        elif len({(r.late, r.attachment, r.file) for r in readings}) > 1:  # her own ids can move, and drop, LATE
+            why = f"not collected: the name reads in {len(readings)} ways as a Canvas download name (a display name "
+            why += "or a file name holding the student's own ids, which can hide a LATE mark; kept in the downloads: "
+            why += "grade it by hand)"
         elif people and person is None:
             why = f"not collected: Canvas user {parsed.user} is on no roster row (kept in the downloads)"
         else:

@@ -1,0 +1,80 @@
+"""Holes a red team found in the grader, each a hostile student's attack through `make autograde`'s own command
+(``python -m word2bert_grader --root <course> autograde ...``, the recipe of the make target) in a course of its
+own. Each test failed while its hole was open: its assertion states the safe outcome, its comment the unsafe one."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from helpers.grading import solution_code, submission
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "lms"
+A = "01-word2vec"
+
+pytestmark = pytest.mark.slow
+
+
+def course(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("nbgrader_config.py", "solutions", "exercises"):
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, root / name)
+    return root
+
+
+def autograde(root: Path, *args: str) -> str:
+    """`make autograde COURSE=root ...`: the make target's command line, JOBS=2."""
+    command = [sys.executable, "-m", "word2bert_grader", "--root", str(root), "autograde", "--jobs", "2", *args]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200, env=dict(os.environ))
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout
+
+
+def grades(root: Path) -> dict[str, dict]:
+    with open(root / "grades.csv", encoding="utf-8", newline="") as stream:
+        return {r["student"]: r for r in csv.DictReader(stream)}
+
+
+def two_answers():
+    """Two answers of 01-word2vec right (7 points, graded in seconds), the others the release's stubs."""
+    sol = solution_code(A)
+    return submission(A, {k: sol[k] for k in ("skipgram_pairs", "noise_distribution")})
+
+
+def test_a_display_name_holding_the_students_own_ids_cannot_drop_canvas_late_mark(tmp_path):
+    """Canvas names a download ``<name>_[LATE_]<user id>_<attachment id>_<file>``, and the name part is the student's
+    display name. Ada (user 1001) renames herself ``x_1001_1_y``: her late upload is downloaded as
+    ``x_1001_1_y_LATE_1001_5555_01-word2vec.ipynb``. Every reading of that name is user 1001, so the "reads as two
+    users" rule does not fire, and the collector takes the FIRST reading (name "x", attachment 1, file
+    "y_LATE_1001_5555_01-word2vec.ipynb"), which has no LATE mark. Jürgen (1002) hands in the same late work under
+    his real name. The course's late policy is "zero"."""
+    root = course(tmp_path / "course")
+    (root / "course.toml").write_text(
+        'timezone = "UTC"\n[late]\npolicy = "zero"\n[due]\n01-word2vec = 2026-02-06T23:59:00\n'
+        '[lms]\nname = "canvas"\nroster = "roster.csv"\n',
+        encoding="utf-8",
+    )
+    shutil.copy(FIXTURES / "canvas" / "gradebook-export.csv", root / "roster.csv")
+    downloads = tmp_path / "downloads" / A
+    downloads.mkdir(parents=True)
+    nbformat.write(two_answers(), str(downloads / f"x_1001_1_y_LATE_1001_5555_{A}.ipynb"))
+    nbformat.write(two_answers(), str(downloads / f"mullerjurgen_LATE_1002_5556_{A}.ipynb"))
+    autograde(root, "--downloads", str(tmp_path / "downloads"), "--lms", "canvas")
+    rows = grades(root)
+    honest = rows["jmuller"]
+    assert float(honest["raw_score"]) == 7 and float(honest["score"]) == 0, honest  # the control: LATE costs all
+    ada = rows.get("ada")
+    # unsafe: Ada's late work is collected as on time ("submitted at an unknown time, by the due date"): 7 points
+    # kept, where Canvas marked it LATE and the policy gives 0
+    assert ada is None or ada["status"] == "failed" or float(ada["score"]) == 0, ada
+
+
+# Memory the watchdog cannot see: a student cell that fills socket pairs' send buffers (kernel memory, in no
+# process's RSS) far beyond the sandbox's memory limit.
