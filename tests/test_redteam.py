@@ -1,40 +1,24 @@
-"""Holes a red team found in the grader, each a hostile student's attack through `make autograde`'s own command
-(``python -m word2bert_grader --root <course> autograde ...``, the recipe of the make target) in a course of its
-own. Each test failed while its hole was open: its assertion states the safe outcome, its comment the unsafe one."""
+"""Holes a red team found in the grader, each a hostile student's attack through `make autograde` (test_hostile's
+make_autograde) in a course of its own. Each test failed while its hole was open: its assertion states the safe
+outcome, its comment the unsafe one."""
 
 from __future__ import annotations
 
 import csv
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from helpers.grading import solution_code, submission
+from test_hostile import course, make_autograde
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "lms"
 A = "01-word2vec"
 
 pytestmark = pytest.mark.slow
-
-
-def course(root: Path) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for name in ("nbgrader_config.py", "solutions", "exercises"):
-        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, root / name)
-    return root
-
-
-def autograde(root: Path, *args: str) -> str:
-    """`make autograde COURSE=root ...`: the make target's command line, JOBS=2."""
-    command = [sys.executable, "-m", "word2bert_grader", "--root", str(root), "autograde", "--jobs", "2", *args]
-    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200, env=dict(os.environ))
-    assert run.returncode == 0, run.stdout + run.stderr
-    return run.stdout
 
 
 def grades(root: Path) -> dict[str, dict]:
@@ -66,7 +50,8 @@ def test_a_display_name_holding_the_students_own_ids_cannot_drop_canvas_late_mar
     downloads.mkdir(parents=True)
     nbformat.write(two_answers(), str(downloads / f"x_1001_1_y_LATE_1001_5555_{A}.ipynb"))
     nbformat.write(two_answers(), str(downloads / f"mullerjurgen_LATE_1002_5556_{A}.ipynb"))
-    autograde(root, "--downloads", str(tmp_path / "downloads"), "--lms", "canvas")
+    run = make_autograde(root, dict(os.environ), 1200, [f"DOWNLOADS={tmp_path / 'downloads'}", "LMS=canvas"])
+    assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
     rows = grades(root)
     honest = rows["jmuller"]
     assert float(honest["raw_score"]) == 7 and float(honest["score"]) == 0, honest  # the control: LATE costs all
