@@ -598,3 +598,54 @@ def test_a_restart_replays_the_cells_that_finished_before():
         assert reply["error"] is None and grader.restarts == 1 and not first.failure, (reply, first.failure)
     finally:
         sandbox.close()
+
+
+UNCOUNTED_MEMORY = """
+import ctypes, errno, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+
+def outcome(call):
+    try:
+        result = call()
+    except OSError as error:
+        return errno.errorcode.get(error.errno, str(error.errno))
+    return "works" if result != -1 else errno.errorcode.get(ctypes.get_errno(), "?")
+
+ipc = 0o600 | 0o1000  # IPC_CREAT
+found = {
+    "socketpair": outcome(socket.socketpair),
+    "socket": outcome(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)),
+    "memfd_create": outcome(lambda: os.memfd_create("held")),
+    "shmget": outcome(lambda: libc.shmget(0, 2**20, ipc)),
+    "msgget": outcome(lambda: libc.msgget(0, ipc)),
+    "semget": outcome(lambda: libc.semget(0, 1, ipc)),
+    "pipe": outcome(os.pipe),
+}
+"""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("cgroup", [True, False], ids=["cgroup", "watchdog"])
+def test_memory_no_rss_shows_is_refused_where_only_the_watchdog_limits_memory(monkeypatch, cgroup):
+    """Where the grading user cannot make a cgroup, the sandbox's memory limit is a watchdog that reads the RSS of its
+    processes. Socket buffers, memfds and System V IPC hold kernel memory in no RSS (a red team held 600 MB in socket
+    pairs under a 256 MB limit), so there these calls fail with EPERM; a pipe still works. With a cgroup, which counts
+    that memory, they work."""
+    from word2bert_grader.sandbox import process
+
+    if not cgroup:
+        monkeypatch.setattr(process.Cgroup, "create", classmethod(lambda cls, limits: None))
+    sandbox = started(Limits())
+    try:
+        if cgroup and sandbox._cgroup is None:
+            pytest.skip("this user cannot make a cgroup here")
+        reply, _ = sandbox.request({"op": "run_cell", "source": UNCOUNTED_MEMORY}, timeout=60)
+        assert reply["error"] is None, reply
+        reply, _ = sandbox.request({"op": "run_cell", "source": "print(sorted(found.items()))"}, timeout=60)
+        found = dict(eval("".join(o.get("text", "") for o in reply["outputs"])))
+    finally:
+        sandbox.close()
+    assert found.pop("pipe") == "works", "a sandbox must still make pipes (Python's subprocess needs them)"
+    expected = "works" if cgroup else "EPERM"
+    # unsafe (watchdog): a cell holds gigabytes in socket buffers or memfds past the memory limit, unseen
+    assert found == dict.fromkeys(found, expected), found

@@ -53,22 +53,22 @@ class Sandbox:
         uid = None
         if self.unsafe:
             runner[3] = str(bwrap.HERE / "runner.py")
-            argv = runner
+            argv = []
         else:
             try:
                 uid = bwrap.sandbox_uid()
             except Unavailable as error:
                 raise SandboxError(str(error)) from None
             argv = bwrap.bwrap_command(self.limits, staged=uid is not None)
-            program = seccomp_filter()
-            if program is not None:
-                rules, write_end = os.pipe()
-                os.write(write_end, program)
-                os.close(write_end)
-                keep.append(rules)
-                argv += ["--seccomp", str(rules)]
-            argv += runner
         self._cgroup = Cgroup.create(self.limits)
+        program = None if self.unsafe else seccomp_filter(uncounted=self._cgroup is None)
+        if program is not None:
+            rules, write_end = os.pipe()
+            os.write(write_end, program)
+            os.close(write_end)
+            keep.append(rules)
+            argv += ["--seccomp", str(rules)]
+        argv += runner
         cmd = bwrap.launch_command(argv, self._cgroup.procs_files() if self._cgroup else [], uid)
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         if self.unsafe:
@@ -220,17 +220,13 @@ def check_available(limits: Limits | None = None) -> None:
     """Raise :class:`Unavailable`, naming the cause and the fix, where bubblewrap cannot sandbox."""
     if shutil.which("bwrap") is None:
         fix = "`make system-deps` (or `sudo apt-get install bubblewrap`)"
-        raise Unavailable(
-            f"bubblewrap (bwrap) is not installed, and every submission runs in it.\nFix: {fix}. {_UNSAFE}"
-        )
+        raise Unavailable(f"bubblewrap (bwrap) is not installed; every submission runs in it.\nFix: {fix}. {_UNSAFE}")
     uid = bwrap.sandbox_uid()
     cmd = bwrap.launch_command([*bwrap.bwrap_command(limits or Limits(), staged=uid is not None), "/bin/true"], [], uid)
     run = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd="/")
     if run.returncode != 0:
-        fix = (
-            "`sudo sysctl kernel.unprivileged_userns_clone=1` (Debian), `sudo sysctl user.max_user_namespaces=15000`, "
-        )
-        fix += "or on Ubuntu 24.04 `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`; in a container, allow "
-        fix += "user namespaces (e.g. docker --security-opt seccomp=unconfined)"
+        fix = "`sudo sysctl kernel.unprivileged_userns_clone=1` (Debian), `sudo sysctl user.max_user_namespaces=15000`,"
+        fix += " or on Ubuntu 24.04 `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`; in a container, allow"
+        fix += " user namespaces (e.g. docker --security-opt seccomp=unconfined)"
         why = f"bubblewrap cannot create the sandbox here: {run.stderr.strip()[:300]}\nThe usual cause is that "
         raise Unavailable(f"{why}unprivileged user namespaces are switched off. Fix: {fix}. {_UNSAFE}")
