@@ -117,3 +117,30 @@ def test_the_watchdogs_memory_limit_holds_for_memory_outside_any_rss(tmp_path):
     held = re.findall(r"HOARDED [0-9]+ MB in [0-9]+ socket pairs", page)  # the output (the source has "{total")
     assert not held, held
     assert "PermissionError" in page, "the student is told the call was refused"
+
+
+def test_a_folder_opened_from_a_students_canvas_zip_names_no_other_student(tmp_path):
+    """A Canvas download is flat (``<name>_<user id>_<attachment id>_<file>``), and a zip a student uploaded is never
+    opened, since the names inside it are the student's. But the collector walks subfolders of an unpacked download
+    and reads a Canvas name from a file's BASE name alone, whatever folder holds it. Alan (user 1003) uploads
+    ``work.zip`` holding ``lovelaceada_1001_99999_01-word2vec.ipynb`` (empty stubs); Canvas names it
+    ``turingalan_1003_5004_work.zip``. The instructor opens it to look inside (a double-click, a "Canvas unzipper"),
+    which leaves the folder ``turingalan_1003_5004_work/``, then grades the download. Ada (1001) handed in honest work
+    (7 points) as ``lovelaceada_1001_5001_01-word2vec.ipynb``."""
+    root = course(tmp_path / "course")
+    (root / "course.toml").write_text(
+        'timezone = "UTC"\n[lms]\nname = "canvas"\nroster = "roster.csv"\n', encoding="utf-8"
+    )
+    shutil.copy(FIXTURES / "canvas" / "gradebook-export.csv", root / "roster.csv")
+    downloads = tmp_path / "downloads" / A
+    opened = downloads / "turingalan_1003_5004_work"  # Alan's uploaded zip, opened: its names are Alan's own
+    opened.mkdir(parents=True)
+    nbformat.write(two_answers(), str(downloads / f"lovelaceada_1001_5001_{A}.ipynb"))
+    nbformat.write(submission(A, {}), str(opened / f"lovelaceada_1001_99999_{A}.ipynb"))
+    run = make_autograde(root, dict(os.environ), 1200, [f"DOWNLOADS={tmp_path / 'downloads'}", "LMS=canvas"])
+    assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
+    ada = grades(root)["ada"]
+    # unsafe: Alan's member is read as Ada's upload with attachment id 99999, newer than her own 5001: it supersedes
+    # her work ("superseded: .../turingalan_1003_5004_work/lovelaceada_1001_99999_01-word2vec.ipynb is newer"), and
+    # she is graded on his stubs: 0 points where she earned 7
+    assert float(ada["raw_score"]) == 7, ada
