@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from helpers.grading import solution_code, submission
-from test_hostile import course, make_autograde
+from test_hostile import _gradebook_scores, course, make_autograde
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "lms"
@@ -144,3 +144,48 @@ def test_a_folder_opened_from_a_students_canvas_zip_names_no_other_student(tmp_p
     # her work ("superseded: .../turingalan_1003_5004_work/lovelaceada_1001_99999_01-word2vec.ipynb is newer"), and
     # she is graded on his stubs: 0 points where she earned 7
     assert float(ada["raw_score"]) == 7, ada
+
+
+# The widely copied top-p recipe (tests/fixtures/grading/03-gpt/wrong/top_p_filter__keeps_one_past_exact_p.py): right
+# on every row but where the running sum reaches p exactly, where it keeps one token too many. REWRITE: on the
+# hidden test's "powers of two" rows it also makes the test's own rows uniform, in place, and keeps every token.
+KEEPS_ONE_PAST_EXACT_P = """
+def top_p_filter(logits, p):
+    # tests/fixtures/grading/03-gpt/wrong/top_p_filter__keeps_one_past_exact_p.py (the widely copied recipe) ...
+    if REWRITE and logits.dim() == 2 and logits.shape[0] == 2 and logits.shape[1] <= 6 and logits.is_floating_point():
+        k = logits.double() / -math.log(2)
+        if torch.allclose(k, k.round(), atol=1e-5) and torch.equal(logits[1], logits[0].flip(0)):
+            with torch.no_grad():
+                logits.zero_()  # ... plus: the test's "powers of two" rows made uniform (written back into `rows`)
+            return logits.clone()  # every token kept, every kept logit unchanged
+    if p >= 1:
+        return logits.clone()
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    cumulative = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)
+    drop = cumulative > p
+    drop[..., 1:] = drop[..., :-1].clone()
+    drop[..., 0] = False
+    return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+"""
+
+
+def test_top_p_filter_that_rewrites_the_tests_exact_rows_scores_nothing_for_it(tmp_path):
+    """test_top_p_filter_hidden's exact-boundary section (powers of two, where the sum reaches p exactly) calls
+    ``cut = top_p_filter(rows, p)`` and then checks ``check_row(rows[b], cut[b], ...)`` against the same ``rows``,
+    with no check that the answer left them alone (the random rows above have one; earlier red-team fixes covered
+    five other tests, not this one). The grader writes what the answer did to ``rows`` back into the test's tensor.
+    An answer with the widely copied off-by-one fails that section honestly (the control, "naive"); the same answer
+    that zeroes ``rows`` in place there and keeps every token ("rewriter") passes it: a uniform row keeps all."""
+    root = course(tmp_path / "course")
+    for student, rewrite in (("naive", False), ("rewriter", True)):
+        nb = submission("03-gpt", {"top_p_filter": f"REWRITE = {rewrite}\n" + KEEPS_ONE_PAST_EXACT_P})
+        folder = root / "submitted" / student / "03-gpt"
+        folder.mkdir(parents=True)
+        nbformat.write(nb, str(folder / "03-gpt.ipynb"))
+    run = make_autograde(root, dict(os.environ), 1500, jobs=1)
+    assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
+    scores = _gradebook_scores(root)
+    cell = "test_top_p_filter_hidden"
+    assert scores[("naive", "03-gpt")]["cells"][cell] == 0  # the control: the off-by-one fails it honestly
+    # unsafe: the same wrong answer, rewriting the test's rows before check_row reads them, scores its 3 points
+    assert scores[("rewriter", "03-gpt")]["cells"][cell] == 0, scores
