@@ -129,7 +129,9 @@ def test_a_folder_opened_from_a_students_canvas_zip_names_no_other_student(tmp_p
     (7 points) as ``lovelaceada_1001_5001_01-word2vec.ipynb``."""
     root = course(tmp_path / "course")
     (root / "course.toml").write_text(
-        'timezone = "UTC"\n[lms]\nname = "canvas"\nroster = "roster.csv"\n', encoding="utf-8"
+        'timezone = "UTC"\n[late]\npolicy = "zero"\n[due]\n01-word2vec = 2026-02-06T23:59:00\n'
+        '[lms]\nname = "canvas"\nroster = "roster.csv"\n',
+        encoding="utf-8",
     )
     shutil.copy(FIXTURES / "canvas" / "gradebook-export.csv", root / "roster.csv")
     downloads = tmp_path / "downloads" / A
@@ -137,6 +139,9 @@ def test_a_folder_opened_from_a_students_canvas_zip_names_no_other_student(tmp_p
     opened.mkdir(parents=True)
     nbformat.write(two_answers(), str(downloads / f"lovelaceada_1001_5001_{A}.ipynb"))
     nbformat.write(submission(A, {}), str(opened / f"lovelaceada_1001_99999_{A}.ipynb"))
+    late = downloads / "mullerjurgen_LATE_1002_5006_work"  # Jürgen's late zip, opened: his own name, no LATE in it
+    late.mkdir()
+    nbformat.write(two_answers(), str(late / f"mullerjurgen_1002_99998_{A}.ipynb"))
     run = make_autograde(root, dict(os.environ), 1200, [f"DOWNLOADS={tmp_path / 'downloads'}", "LMS=canvas"])
     assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
     ada = grades(root)["ada"]
@@ -144,6 +149,9 @@ def test_a_folder_opened_from_a_students_canvas_zip_names_no_other_student(tmp_p
     # her work ("superseded: .../turingalan_1003_5004_work/lovelaceada_1001_99999_01-word2vec.ipynb is newer"), and
     # she is graded on his stubs: 0 points where she earned 7
     assert float(ada["raw_score"]) == 7, ada
+    # unsafe: Jürgen's own member, named without the LATE mark Canvas gave his upload, is collected as on time: 7 kept
+    jurgen = grades(root).get("jmuller")
+    assert jurgen is None or float(jurgen["score"]) == 0, jurgen
 
 
 # The widely copied top-p recipe (tests/fixtures/grading/03-gpt/wrong/top_p_filter__keeps_one_past_exact_p.py): right

@@ -145,8 +145,8 @@ def canvas_users(base: str) -> list[str]:
 
 
 def canvas_owner(name: str) -> str | None:
-    """Whose limits a file counts against: its user's; names that read as several users, all together; or no one's."""
-    users = canvas_users(name.rsplit("/", 1)[-1])
+    """Whose limits a file counts against: the users of the first part of its path that names some (an upload)."""
+    users = next((canvas_users(part) for part in name.split("/") if canvas_users(part)), [])
     return SEVERAL_USERS if len(users) > 1 else next(iter(users), None)
 
 
@@ -161,7 +161,9 @@ def _canvas(assignment: str, entries: list[Candidate], roster: Roster | None, co
         readings = canvas_readings(base)
         parsed, users = next(iter(readings), None), sorted({r.user for r in readings})
         person = next((p for p in people if parsed and p.lms_id == parsed.user), None)
-        if parsed is None:
+        if any(canvas_users(part) for part in entry.name.split("/")[:-1]):  # an opened upload: its names are his
+            why = "not collected: in a folder named as a student's upload (an opened zip; kept in the downloads)"
+        elif parsed is None:
             why = "ignored: not named as Canvas names downloads (name_ID_ID_file)"
         elif not parsed.file.endswith(".ipynb"):
             why = "ignored: not a notebook"
@@ -171,9 +173,8 @@ def _canvas(assignment: str, entries: list[Candidate], roster: Roster | None, co
             why = f"not collected: the name reads as Canvas users {' and '.join(users)} (a display name or a file name "
             why += "holding another user's ids; kept in the downloads: grade it by hand)"
         elif len({(r.late, r.attachment, r.file) for r in readings}) > 1:  # her own ids can move, and drop, LATE
-            why = f"not collected: the name reads in {len(readings)} ways as a Canvas download name (a display name "
-            why += "or a file name holding the student's own ids, which can hide a LATE mark; kept in the downloads: "
-            why += "grade it by hand)"
+            why = f"not collected: the name reads in {len(readings)} ways for one user (her own ids in a display name "
+            why += "or a file name can hide a LATE mark; kept in the downloads: grade it by hand)"
         elif people and person is None:
             why = f"not collected: Canvas user {parsed.user} is on no roster row (kept in the downloads)"
         else:
