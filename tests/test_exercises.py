@@ -50,8 +50,9 @@ def _fixtures(heavy: bool) -> list:
     return found
 
 
-def _run(path: Path, tests: list[str]) -> dict[str, str]:
-    """The test cells ``tests`` run on the fixture at ``path``: grade id -> the error ("" where it passed)."""
+def _run(path: Path, tests: list[str], scribble: list[int] | None = None) -> dict[str, str]:
+    """The test cells ``tests`` run on the fixture at ``path``: grade id -> the error ("" where it passed). With
+    ``scribble`` ([calls so far, the call to overwrite or -1 for all]), the fixture overwrites what it is handed."""
     plan, namespace = _plan(path.parts[-3]), {"__name__": "__main__"}
     function = path.stem.split("__")[0]
     outcome = {}
@@ -62,6 +63,8 @@ def _run(path: Path, tests: list[str]) -> dict[str, str]:
                 exec(compile(step.source, f"<{step.grade_id}>", "exec"), namespace)
             if step.kind is Kind.ANSWER and step.grade_id == function:  # an answer cell's id is its function's name
                 exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+                if scribble is not None:
+                    namespace[function] = _scribbling(namespace[function], scribble)
             if step.kind is Kind.TEST and step.grade_id in tests:
                 try:
                     exec(compile(step.source, f"<{step.grade_id}>", "exec"), namespace)
@@ -88,3 +91,88 @@ def test_a_correct_fixture_needs_nothing_the_sandbox_lacks(path):
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not {m for m in imported if m.split(".")[0] in ("word2bert", "word2bert_grader")}, imported
+
+
+def _scribbling(answer, calls: list[int]):
+    """``answer`` (a function, or a module's class), right, that then overwrites every tensor and list it was handed,
+    in place, as an answer that rewrites a test's inputs would: on every call (``calls[1]`` = -1) or on the call
+    ``calls[1]`` alone (``calls[0]`` counts them). What it returns, and tensors sharing its memory, are left alone."""
+    g = torch.Generator().manual_seed(0)  # its own stream: the test's random numbers are the test's
+
+    def overwrite(value, keep: set) -> None:
+        if isinstance(value, torch.Tensor) and value.numel() and value.untyped_storage().data_ptr() not in keep:
+            with torch.no_grad():
+                if value.dtype == torch.bool:
+                    value.logical_not_()
+                elif value.is_floating_point():
+                    value.copy_(torch.randn(value.shape, generator=g) * 3)
+                else:
+                    value.add_(1)
+        elif isinstance(value, list) and value:
+            value.reverse()
+            value.append(value[0])
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                overwrite(item, keep)
+
+    def call(run, args, kwargs):
+        result = run(*args, **kwargs)
+        calls[0] += 1
+        if calls[1] in (-1, calls[0] - 1):
+            results = result if isinstance(result, (tuple, list)) else [result]
+            keep = {r.untyped_storage().data_ptr() for r in results if isinstance(r, torch.Tensor)}
+            for value in [*args, *kwargs.values()]:
+                overwrite(value, keep)
+        return result
+
+    if isinstance(answer, type):
+        return type(
+            answer.__name__, (answer,), {"forward": lambda self, *a, **k: call(answer.forward.__get__(self), a, k)}
+        )
+    return functools.wraps(answer)(lambda *args, **kwargs: call(answer, args, kwargs))
+
+
+def _one_correct_fixture_per_function(heavy: bool) -> list:
+    found = {}
+    for param in _fixtures(heavy):
+        path, correct, _ = param.values
+        if correct:
+            found.setdefault((path.parts[-3], path.stem.split("__")[0]), param)
+    return list(found.values())
+
+
+def _misled(outcome: dict[str, str]) -> dict[str, str]:
+    return {test: error for test, error in outcome.items() if error and "modif" not in error}
+
+
+SCRIBBLED = """these tests read what they handed the answer after the call (take what you expect, and what you hand the
+next call, from copies made before it; or check first that the answer left its inputs alone): """
+
+
+@pytest.mark.parametrize(("path", "correct", "tests"), _one_correct_fixture_per_function(heavy=False))
+def test_no_test_reads_what_it_handed_an_answer(path, correct, tests):
+    """The grader writes an answer's in-place changes back into the test's tensors, as Python would. So a test that
+    reads a tensor or list after handing it to the answer can be fooled: a wrong answer that also rewrites its input
+    can make the test's expectation agree (a red team scored 3 points on top_p_filter so; five other tests before).
+    A correct answer that overwrites what it was handed, on every call, must pass every test or be told that it
+    modified its inputs."""
+    assert not (misled := _misled(_run(path, tests, scribble=[0, -1]))), SCRIBBLED + str(misled)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("path", "correct", "tests"), _one_correct_fixture_per_function(heavy=False))
+def test_no_test_reads_what_it_handed_an_answer_on_any_one_call(path, correct, tests):
+    """As above, the answer overwriting its inputs on one call alone, each call in turn: a rewriting answer chooses
+    the inputs it rewrites (the red team's top_p_filter rewrote only the rows of one section, after the section that
+    checks for changes). The training cells, seconds each, are checked on every call at once only."""
+    calls = [0, -2]
+    _run(path, tests, scribble=calls)
+    for k in range(calls[0]):
+        misled = _misled(_run(path, tests, scribble=[0, k]))
+        assert not misled, f"call {k + 1} of {calls[0]}: " + SCRIBBLED + str(misled)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("path", "correct", "tests"), _one_correct_fixture_per_function(heavy=True))
+def test_no_training_cell_reads_what_it_handed_an_answer(path, correct, tests):
+    assert not (misled := _misled(_run(path, tests, scribble=[0, -1]))), SCRIBBLED + str(misled)
