@@ -65,15 +65,17 @@ def glove_loss(
 
 @dataclass
 class GloVeConfig:
-    vector_size: int = 100
-    window: int = 10
-    min_count: int = 5
-    x_max: float = 100.0
-    alpha: float = 0.75  # the weighting exponent (not a learning rate, unlike word2vec's alpha)
-    epochs: int = 25
-    learning_rate: float = 0.05  # AdaGrad's, as in the paper
-    batch_size: int = 4096  # co-occurrence entries per step
-    seed: int = 0
+    """The settings of a trained ``GloVe``, as its checkpoint stores them; their defaults are ``GloVe``'s."""
+
+    vector_size: int
+    window: int
+    min_count: int
+    x_max: float
+    alpha: float  # the weighting exponent (not a learning rate, unlike word2vec's alpha)
+    epochs: int
+    learning_rate: float  # AdaGrad's, as in the paper
+    batch_size: int  # co-occurrence entries per step
+    seed: int
 
 
 class GloVeModel(nn.Module):

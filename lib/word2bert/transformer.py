@@ -1,9 +1,9 @@
 """The pieces GPT and BERT share, written once: attention, multi-head self-attention, the feed-forward
 network and the initialisation (Vaswani et al. 2017, "Attention Is All You Need").
 
-``attention`` is the plain teaching path, softmax(Q K^T / sqrt(d_k)) V, the formula of the paper line by line.
-``MultiHeadSelfAttention`` calls ``torch.nn.functional.scaled_dot_product_attention`` for speed (``heads_attention``,
-which Llama's grouped-query attention shares); set its ``fast`` attribute to False (or call
+``attention`` is softmax(Q K^T / sqrt(d_k)) V, by default the plain teaching path, the formula of the paper line by
+line. ``MultiHeadSelfAttention`` (and Llama's grouped-query attention) call it with ``fast``, through
+``torch.nn.functional.scaled_dot_product_attention`` for speed; set a layer's ``fast`` attribute to False (or call
 ``use_plain_attention(model)``) to run the plain path instead: the tests prove both agree.
 
 Masks are boolean and broadcast to [..., T_query, T_key]: True means "may attend".
@@ -50,26 +50,14 @@ def attention(
     mask: torch.Tensor | None = None,
     causal: bool = False,
     dropout_p: float = 0.0,
+    fast: bool = False,
 ) -> torch.Tensor:
-    """Scaled dot-product attention, softmax(Q K^T / sqrt(d_k)) V. Returns [..., Tq, d_v]."""
-    weights = attention_weights(q, k, mask, causal)
-    return F.dropout(weights, p=dropout_p, training=dropout_p > 0) @ v
-
-
-def heads_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    causal: bool = False,
-    dropout_p: float = 0.0,
-    fast: bool = True,
-) -> torch.Tensor:
-    """Every head's attention at once: q [B, heads, Tq, d], k and v [B, heads, Tk, d] (Tk counts cached positions,
-    the queries being the last Tq of them). ``fast``: ``F.scaled_dot_product_attention``; otherwise the plain
-    ``attention`` above. Returns [B, heads, Tq, d]."""
+    """Scaled dot-product attention, softmax(Q K^T / sqrt(d_k)) V: q [..., Tq, d], k and v [..., Tk, d] (Tk counts
+    cached positions, the queries being the last Tq of them). Returns [..., Tq, d_v]. ``fast``: the same through
+    ``F.scaled_dot_product_attention``, as the models call it."""
     if not fast:
-        return attention(q, k, v, mask, causal, dropout_p)
+        weights = attention_weights(q, k, mask, causal)
+        return F.dropout(weights, p=dropout_p, training=dropout_p > 0) @ v
     T = q.size(-2)
     if mask is None and (not causal or k.size(-2) == T):
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=causal)
@@ -104,7 +92,7 @@ class MultiHeadSelfAttention(nn.Module):
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.n_heads, self.causal, self.dropout = n_heads, causal, dropout
-        self.fast = True  # scaled_dot_product_attention; False runs the plain `attention` above
+        self.fast = True  # scaled_dot_product_attention; False runs the plain path of `attention` above
         self.w_qkv = nn.Linear(d_model, 3 * d_model)  # W^Q, W^K, W^V of every head, stacked: one matmul
         self.w_o = nn.Linear(d_model, d_model)
         self.resid_dropout = nn.Dropout(dropout)
@@ -121,7 +109,7 @@ class MultiHeadSelfAttention(nn.Module):
         if cache is not None:
             k, v = cache.extend(k, v)
         p = self.dropout if self.training else 0.0
-        y = heads_attention(q, k, v, mask, self.causal, p, self.fast)
+        y = attention(q, k, v, mask, self.causal, p, self.fast)
         y = y.transpose(1, 2).reshape(B, T, D)
         return self.resid_dropout(self.w_o(y))
 

@@ -169,17 +169,19 @@ def encode_corpus(sentences: Iterable[Sequence[str]], vocab: Vocab) -> tuple[tor
 
 @dataclass
 class Word2VecConfig:
-    vector_size: int = 100
-    window: int = 5  # largest radius; each position draws its own from 1..window
-    negative: int = 5  # noise words per real pair
-    sg: int = 1  # 1: skip-gram, 0: CBOW
-    min_count: int = 5
-    sample: float = 1e-3  # subsampling threshold
-    epochs: int = 5
-    alpha: float = 0.025  # initial learning rate
-    min_alpha: float = 1e-4  # final learning rate
-    batch_size: int = 1024  # examples per SGD step
-    seed: int = 0
+    """The settings of a trained ``Word2Vec``, as its checkpoint stores them; their defaults are ``Word2Vec``'s."""
+
+    vector_size: int
+    window: int  # largest radius; each position draws its own from 1..window
+    negative: int  # noise words per real pair
+    sg: int  # 1: skip-gram, 0: CBOW
+    min_count: int
+    sample: float  # subsampling threshold
+    epochs: int
+    alpha: float  # initial learning rate
+    min_alpha: float  # final learning rate
+    batch_size: int  # examples per SGD step
+    seed: int
 
 
 class Word2VecModel(nn.Module):

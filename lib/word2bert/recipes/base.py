@@ -1,4 +1,5 @@
-"""What every checkpoint's recipe has: its text, seed, device, threads and output, and the model card it writes."""
+"""What every checkpoint's recipe has: its text, seed, device, threads and output, and the model card it writes; and
+what BERT's and GPT's add, the transformer's size (``TransformerRecipe``)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,16 @@ class Recipe:
             )
         # a source whose Debian package is missing gives no text, and the toy world fills its share
         return f"{call}: " + ", ".join(parts) + "; the toy world fills the share of any source not installed"
+
+
+@dataclass
+class TransformerRecipe(Recipe):
+    """A transformer's recipe (BERT's, GPT's): the model's size, the same options with the same defaults for both."""
+
+    layers: int = option(4, "transformer blocks")
+    hidden: int = option(128, "the width of every vector")
+    heads: int = option(4, "attention heads per block")
+    dropout: float = option(0.0, "dropout on embeddings, attention weights and sub-layer outputs")
 
 
 def save_card(

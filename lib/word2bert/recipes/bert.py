@@ -24,12 +24,12 @@ from ..pretraining import PretrainConfig, PretrainResult, pretrain
 from ..pretraining_data import MLM_PROBABILITY, NSP, create_pretraining_instances, tokenize_documents
 from ..training import TrainConfig, init_distributed
 from ..wordpiece import WordPieceTokenizer
-from .base import Recipe, save_card
+from .base import TransformerRecipe, save_card
 from .options import command, option
 
 
 @dataclass
-class BertRecipe(Recipe):
+class BertRecipe(TransformerRecipe):
     """Text, vocabulary, size and phases of a course BERT (the encoder's shape is BERT's: a 4x wide feed-forward)."""
 
     script: ClassVar[str] = "word2bert.scripts.pretrain_bert"
@@ -40,10 +40,6 @@ class BertRecipe(Recipe):
     max_seq_length: int = option(128, "pieces per instance in the last phase")
     short_seq_length: int = option(64, "pieces per instance before that")
     dupe_factor: int = option(1, "passes over the documents making NSP pairs")
-    layers: int = option(4, "transformer blocks")
-    hidden: int = option(128, "the width of every vector")
-    heads: int = option(4, "attention heads per block")
-    dropout: float = option(0.0, "dropout on embeddings, attention weights and sub-layer outputs")
     steps: int = option(3000, "steps on short instances")
     long_steps: int = option(300, "then steps on instances of --max-seq-length")
     batch_size: int = option(16, "global batch, split over the ranks")

@@ -28,12 +28,12 @@ from ..device import resolve, seed_everything
 from ..gpt import GPT, GPTConfig, document_text, next_token_loss, token_stream, windows
 from ..training import TrainConfig
 from ..training import train as train_loop
-from .base import Recipe, save_card
+from .base import TransformerRecipe, save_card
 from .options import command, option
 
 
 @dataclass
-class GPTRecipe(Recipe):
+class GPTRecipe(TransformerRecipe):
     """Text, vocabulary, size and training of a course GPT. The text is read about once, so there is little to
     over-fit: no dropout."""
 
@@ -43,9 +43,6 @@ class GPTRecipe(Recipe):
     out: Path = option(gpt.CHECKPOINT, "the checkpoint (.safetensors)")
     eval_fraction: float = option(0.02, "documents held out for the loss")
     vocab_size: int = option(2048, "BPE vocabulary size (with 256 bytes)")
-    layers: int = option(4, "transformer blocks")
-    hidden: int = option(128, "the width of every vector")
-    heads: int = option(4, "attention heads per block")
     block_size: int = option(64, "tokens per window")
     post_ln: bool = option(False, "GPT-1's post-LN block instead of GPT-2's pre-LN")
     steps: int = option(600, "training steps")
@@ -53,7 +50,6 @@ class GPTRecipe(Recipe):
     lr: float = option(2e-3, "the peak learning rate")
     warmup_steps: int = option(60, "linear warm-up steps, then cosine decay")
     weight_decay: float = option(0.1, "AdamW's, on the weight matrices")
-    dropout: float = option(0.0, "dropout on embeddings, attention weights and sub-layer outputs")
     probes: bool = option(False, "score the sense probe (left and right cues) for the card")
 
     def model_config(self, tokenizer: BPETokenizer) -> GPTConfig:
