@@ -71,15 +71,16 @@ OWNER = """
 import os, sys, time
 from word2bert_grader import executors
 if __name__ == "__main__":
-    pool = executors.fork_pool(2)
-    print(pool.submit(os.getpid).result(), flush=True)
+    pool = executors.pool(2)
+    print(pool.schedule(os.getpid).result(), flush=True)
+    pool.schedule(time.sleep, (600,))  # one process busy grading when its owner is killed, the other idle
     time.sleep(600)
 """
 
 
 def test_a_killed_grader_leaves_no_process_behind(tmp_path):
-    """`make autograde` or a Dask worker killed with SIGKILL: its pool's processes and the forkserver
-    exit too (an idle pool process would wait on its queue for ever)."""
+    """`make autograde` or a Dask worker killed with SIGKILL: its pool's processes, idle or busy, and the forkserver
+    exit too (a busy one would grade on for no one)."""
     (tmp_path / "owner.py").write_text(OWNER, encoding="utf-8")
     owner = subprocess.Popen([sys.executable, tmp_path / "owner.py"], stdout=subprocess.PIPE, text=True)
     owner.stdout.readline()

@@ -8,16 +8,18 @@ import os
 import shutil
 import signal
 import time
-from dataclasses import replace
 from pathlib import Path
 
+import psutil
 import pytest
 
-from word2bert_grader import executors, gradebook, pipeline
+from word2bert_grader import executors
+from word2bert_grader.assignment import assignments
+from word2bert_grader.outputs import gradebook
 from word2bert_grader.task import Result, Settings, Submission
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = pipeline.source(ROOT, "03-gpt")
+SOURCE = assignments(ROOT)["03-gpt"]
 # Slow: real pool processes from a forkserver that imports torch, restarted after each death (the killer test took
 # 23 s on the shared 2-core machine at load 6, its first result after 10 s), and nbgrader's generate_assignment
 # (6.6 CPU-seconds).
@@ -34,12 +36,12 @@ def stand_in(task: Submission) -> Result:
         while True:
             time.sleep(1)
     time.sleep(0.3)  # long enough that several run together
-    return replace(Result.failed(task.student, task.assignment, task.source, ""), score=1.0)
+    return Result.failed(task.student, task.assignment, "").model_copy(update={"score": 1.0})
 
 
 def test_a_worker_killed_by_one_submission_costs_the_others_nothing():
     students = ["a", "killer", "b", "c", "d", "e", "killer-2", "f"]
-    tasks = [Submission(s, "03-gpt", b"", SOURCE, Settings()) for s in students]
+    tasks = [Submission(student=s, assignment=SOURCE, notebook=b"", settings=Settings()) for s in students]
     start = time.monotonic()
     results = list(executors.local(tasks, 2, grade_one=stand_in))
     by_student = {r.student: r for r in results}
@@ -55,7 +57,7 @@ def test_a_worker_killed_by_one_submission_costs_the_others_nothing():
 def test_a_worker_past_its_wall_clock_limit_is_stopped_and_only_its_submission_is_charged(monkeypatch):
     monkeypatch.setattr(executors, "deadline", lambda task: 6.0)  # the grader's backstop + a margin, made short
     students = ["a", "stuck", "b", "c", "d"]
-    tasks = [Submission(s, "03-gpt", b"", SOURCE, Settings()) for s in students]
+    tasks = [Submission(student=s, assignment=SOURCE, notebook=b"", settings=Settings()) for s in students]
     start = time.monotonic()
     results = list(executors.local(tasks, 2, grade_one=stand_in))
     by_student = {r.student: r for r in results}
@@ -67,32 +69,8 @@ def test_a_worker_past_its_wall_clock_limit_is_stopped_and_only_its_submission_i
         assert not by_student[s].failure and by_student[s].score == 1.0, by_student[s]
     assert time.monotonic() - start < 60
     # unsafe: the stuck process goes on (forked by the forkserver, it shares its command line)
-    left = [pid for pid in _children() if "forkserver" in _cmdline(pid)]
-    assert len(left) <= 1, [_cmdline(pid) for pid in left]
-
-
-def _children() -> list[int]:
-    """This process's descendants (the pool's processes are the forkserver's children)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit():
-                ppid = int(open(f"/proc/{entry}/stat", "rb").read().rsplit(b")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry))
-        except (OSError, ValueError, IndexError):
-            continue
-    found, todo = [], list(children.get(os.getpid(), []))
-    while todo:
-        found.append(todo.pop())
-        todo += children.get(found[-1], [])
-    return found
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return open(f"/proc/{pid}/cmdline", "rb").read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+    left = [p.cmdline() for p in psutil.Process().children(recursive=True) if "forkserver" in " ".join(p.cmdline())]
+    assert len(left) <= 1, left
 
 
 def test_a_failed_run_keeps_the_hand_score_of_an_unchanged_written_answer(tmp_path):
@@ -102,7 +80,7 @@ def test_a_failed_run_keeps_the_hand_score_of_an_unchanged_written_answer(tmp_pa
         (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, root / name)
     db = root / "gradebook.db"
     gradebook.generate(root, ["03-gpt"], db)
-    graded = replace(Result.failed("bob", "03-gpt", SOURCE, ""), answers={"written_mask": "It hides the future."})
+    graded = Result.failed("bob", SOURCE, "").model_copy(update={"answers": {"written_mask": "It hides the future."}})
     written = sorted(graded.written)
     assert written, "exercise 3 has a written answer"
     gradebook.record(db, [graded], regrade={("bob", "03-gpt", gid) for gid in written})
@@ -120,13 +98,13 @@ def test_a_failed_run_keeps_the_hand_score_of_an_unchanged_written_answer(tmp_pa
                 grade.manual_score = 2.0  # the instructor, in formgrader
         gb.db.commit()
     # a run in which bob's grading failed (a worker died, the machine was loaded): nothing is said of his text
-    failed = Result.failed("bob", "03-gpt", SOURCE, "the grader's worker process died 3 times", transient=True)
+    failed = Result.failed("bob", SOURCE, "the grader's worker process died 3 times", transient=True)
     recorded = gradebook.record(db, [failed])
     assert recorded.manual[failed.key] == dict.fromkeys(written), "a failed row counts no hand score"
     # unsafe: the failed run erased the instructor's score for good (the text stays recorded, so nothing asks
     # for it again)
     assert hand_scores() == dict.fromkeys(written, 2.0)
-    again = replace(graded, failure="")
+    again = graded.model_copy(update={"failure": ""})
     recorded = gradebook.record(db, [again])
     assert recorded.manual[again.key] == dict.fromkeys(written, 2.0), "the next good run counts it again"
 

@@ -6,10 +6,9 @@ workers (`make autograde SCHEDULER=...`), one of which is killed mid-run and sta
 - the first alternative correct implementation of each function in
   tests/fixtures/grading/<assignment>/correct/ gets full marks (one submission holds one per function),
   and the first known-wrong one in .../wrong/ loses points on its own function's test cells (one
-  submission holds one per function; the others are the solution's);
-- every other fixture is graded by the same harness and sandbox, in one notebook of variants per
-  assignment (helpers.grading.variants_notebooks): each fixture's answer, then copies of its own
-  function's test cells; correct ones get full marks on them, wrong ones lose points;
+  submission holds one per function; the others are the solution's): through the sandbox and the data-only
+  wire, what tests/test_exercises.py cannot show; every fixture is run against its function's tests there,
+  in process;
 - the fault cases (infinite loop, a cell that kills its process or segfaults, invalid JSON, deleted,
   edited and duplicated test cells, megabytes of output) are scored and reported, and never stop the
   batch; a bad cell costs only the tests of what it should have defined, checked per cell;
@@ -40,7 +39,6 @@ from helpers.dask import KilledRun, autograde_killing_a_worker, still_running, w
 from helpers.dask import cluster as dask_cluster
 from helpers.grading import (
     FAULT_KINDS,
-    Variant,
     check_mixed_class,
     course,
     fixtures,
@@ -54,14 +52,11 @@ from helpers.grading import (
     solution_code,
     solution_nb,
     submission,
-    variants_notebooks,
     write,
 )
 from nbgrader.api import Gradebook
 
-from word2bert_grader import executors
 from word2bert_grader.pipeline import settings
-from word2bert_grader.task import Submission
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "grading"
@@ -195,7 +190,6 @@ def graded(cluster, tmp_path_factory) -> Graded:
     plan["smoke"] = mixed_class(root, SMOKE_FAULTS)
     run = autograde_killing_a_worker(root, address, workers, after=5, timeout=3000, args=FEEDBACK_ARGS)
     wait_for_workers(address, 2)  # for the re-run at the end of this module
-    plan["variants"] = grade_variants()
     cells: dict[tuple[str, str], dict[str, float]] = {}
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "word2bert") as gb:  # the merged gradebook
         for a in ASSIGNMENTS:
@@ -216,23 +210,6 @@ def kinds(plan: dict) -> dict[tuple[str, str], str]:
         | {(s, FAULT_ASSIGNMENT): faults.get(s, "wrong") for s in plan["faults"]}
         | plan["smoke"]
     )
-
-
-def grade_variants() -> list[tuple[Variant, dict]]:
-    """Every fixture past the first of its function, in one notebook of variants per assignment, graded by the
-    harness (each in a sandbox, two assignments at a time): (variant, its assignment's result) pairs."""
-    config = settings(ROOT)
-    heavy = set(config.cell_timeouts)  # the cells that train: a wrong fixture shows itself on the light ones
-    tasks, variants = [], {}
-    for a in ASSIGNMENTS:
-        files = [(p, True) for ps in fixtures(a, "correct").values() for p in ps[1:]]
-        files += [(p, False) for ps in fixtures(a, "wrong").values() for p in ps[1:]]
-        source, notebook, variants[a] = variants_notebooks(a, files, heavy)
-        limits = {f"{gid}__{v.name}": t for v in variants[a] for gid, t in config.cell_timeouts.items()}
-        config_a = dataclasses.replace(config, cell_timeouts={**config.cell_timeouts, **limits})
-        tasks.append(Submission("variants", a, notebook, source, config_a))
-    results = {r.assignment: r for r in executors.local(tasks, 2)}
-    return [(v, results[a]) for a in ASSIGNMENTS for v in variants[a]]
 
 
 def test_every_submission_has_a_row(graded):
@@ -265,22 +242,6 @@ def test_untouched_release_scores_zero_on_every_test_cell(graded):
     for key in plan["zero"]:
         assert float(grades[key]["score"]) == 0
         assert cells[key] == dict.fromkeys(grade_cells(key[1]), 0.0), key
-
-
-def test_every_other_fixture_is_graded_in_a_notebook_of_variants(graded):
-    plan = graded.plan
-    assert plan["variants"], "there are fixtures past the first of their function"
-    problems = []
-    for variant, result in plan["variants"]:
-        assert not result.failure, (result.assignment, result.failure)
-        assert variant.tests, f"{variant.name}: no test cell of its own"
-        points = {t: grade_cells(result.assignment)[t.split("__", 1)[0]] for t in variant.tests}
-        got = sum(result.cells[t] for t in variant.tests)
-        if variant.correct and got != sum(points.values()):
-            problems.append(f"correct {variant.name}: {got:g}/{sum(points.values()):g}")
-        elif not variant.correct and got >= sum(points.values()):
-            problems.append(f"wrong {variant.name} kept full marks")
-    assert not problems, problems + [r.notes for _, r in plan["variants"][:1]]
 
 
 def test_each_wrong_implementation_loses_points_on_its_own_tests(graded):

@@ -3,7 +3,7 @@
 One class is built in a temporary course root and graded ONCE by the real `make autograde` (module
 fixture); every test then checks one attack's safe outcome in what the run left behind: grades.csv,
 gradebook.db, the feedback pages, stdout, the file system and the process table of this machine.
-A few attacks need a course of their own (a planted gradebook, a grader that could hang): those run
+A few cases need a course of their own (planted hand scores, a grader that could hang): those run
 beside the main run, in the same fixture, each under its own time limit.
 
 Each attack is a submission whose answers are empty (the release's stubs) or wrong, plus attack code
@@ -202,7 +202,7 @@ sys.setprofile = lambda *a: None
 sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_NoLibrary"]
 sys.path[:0] = ["@REPO@/lib", "/work/main/lib"]
 imported = []
-for name in ("word2bert.word2vec", "word2bert", "word2bert_grader", "word2bert_grader.harness"):
+for name in ("word2bert.word2vec", "word2bert", "word2bert_grader", "word2bert_grader.remote.harness"):
     try:
         importlib.import_module(name)
         imported.append(name)
@@ -225,7 +225,7 @@ EXFIL_FILES = r"""
 import glob, json, os
 paths = ["@COURSE@/solutions/01-word2vec/01-word2vec.ipynb", "@COURSE@/solutions/01-word2vec/answer-key.txt",
          "@COURSE@/gradebook.db", "@COURSE@/submitted/honest-01/01-word2vec/01-word2vec.ipynb",
-         "@REPO@/solutions/01-word2vec/01-word2vec.ipynb", "@REPO@/lib/word2bert_grader/harness.py",
+         "@REPO@/solutions/01-word2vec/01-word2vec.ipynb", "@REPO@/lib/word2bert_grader/remote/harness.py",
          "@REPO@/lib/word2bert/word2vec.py", "@HOSTHOME@/.ssh/id_rsa", os.path.expanduser("~/.ssh/id_rsa"),
          "/etc/shadow", "/etc/passwd", "/opt/word2bert-sandbox/runner.py"]
 for path in paths:
@@ -944,40 +944,21 @@ def build_class(ctx: Ctx, downloads: Path) -> None:
 
 
 def gradebook_courses(base: Path) -> dict[str, Path]:
-    """Course roots whose gradebook.db was tampered with before grading (one release submission each)."""
-    from word2bert_grader import gradebook
+    """A course root whose gradebook.db holds manual scores and extra credit on test cells before grading (one release
+    submission), as formgrader lets an instructor type them."""
+    from word2bert_grader.outputs import gradebook
     from word2bert_grader.task import Result
 
-    template = course(base / "template")
-    db = template / "gradebook.db"
-    gradebook.generate(template, ["03-gpt"], db)
-    gradebook.record(db, [Result("release", "03-gpt")])
-    plants = {
-        "trigger": "CREATE TRIGGER full_marks AFTER UPDATE ON grade BEGIN "
-        "UPDATE grade SET auto_score = 4 WHERE id = NEW.id; END; CREATE TABLE notes_of_mine (x TEXT);",
-        "generated": None,  # filled below: grade redefined with a generated extra_credit column
-        "planted": "UPDATE grade SET extra_credit = 2, manual_score = 1;",
-    }
-    roots = {}
-    for name, sql in plants.items():
-        root = base / name
-        shutil.copytree(template, root)
-        write(root, "release", "03-gpt", release_nb("03-gpt"))
-        con = sqlite3.connect(root / "gradebook.db")
-        if name == "generated":
-            (old,) = con.execute("SELECT sql FROM sqlite_master WHERE name = 'grade'").fetchone()
-            new = old.replace("extra_credit FLOAT,", "extra_credit FLOAT GENERATED ALWAYS AS (1.0) VIRTUAL,")
-            assert new != old
-            columns = "id, notebook_id, cell_id, auto_score, manual_score, needs_manual_grade"
-            sql = (
-                f"PRAGMA foreign_keys = off; ALTER TABLE grade RENAME TO grade_old; {new}; "
-                f"INSERT INTO grade ({columns}) SELECT {columns} FROM grade_old; DROP TABLE grade_old;"
-            )
-        con.executescript(sql)
-        con.commit()
-        con.close()
-        roots[name] = root
-    return roots
+    root = course(base / "planted")
+    db = root / "gradebook.db"
+    gradebook.generate(root, ["03-gpt"], db)
+    gradebook.record(db, [Result(student="release", assignment="03-gpt")])
+    write(root, "release", "03-gpt", release_nb("03-gpt"))
+    con = sqlite3.connect(db)
+    con.executescript("UPDATE grade SET extra_credit = 2, manual_score = 1;")
+    con.commit()
+    con.close()
+    return {"planted": root}
 
 
 # --- running make, and watching the machine while it runs -----------------------------------------
@@ -1291,8 +1272,8 @@ def graded(tmp_path_factory):
     path = f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}"
     env = {**os.environ, "HOME": str(home), "W2B_HOSTILE_SECRET": secrets["env"], "PATH": path}
     saved_path, os.environ["PATH"] = os.environ.get("PATH"), path  # nbgrader runs `alembic` (gradebooks below)
-    # Courses of their own, graded beside the main class: a sandbox that stops reading, and four
-    # tampered gradebooks (one after the other, in a thread).
+    # Courses of their own, graded beside the main class: a sandbox that stops reading, and a gradebook with planted
+    # hand scores (in a thread).
     side: dict = {}
     stall_root = course(base / "stall")
     write(stall_root, "stall", "03-gpt", submission("03-gpt", solution_code("03-gpt"), {"setup": [STALL]}))
@@ -1614,42 +1595,9 @@ def _side(graded, name) -> dict:
     return graded.side[name]
 
 
-@pytest.mark.parametrize(
-    "name, what",
-    [
-        pytest.param("trigger", ("trigger full_marks", "table notes_of_mine"), id="trigger-and-foreign-table"),
-        pytest.param("generated", ("table grade",), id="generated-column"),
-    ],
-)
-def test_a_tampered_gradebook_is_refused(graded, name, what):
-    run = _side(graded, name)
-    # unsafe: grading goes on and writes into a gradebook whose trigger, foreign table or redefined
-    # table (a generated extra_credit column that adds a point to every test) changes scores behind
-    # its back
-    assert run["rc"] != 0, f"{name}: autograde accepted the gradebook\n{run['stdout'][-2000:]}"
-    for thing in what:  # the refusal names what it found
-        assert thing in run["stderr"] + run["stdout"], (thing, run["stderr"][-2000:], run["stdout"][-2000:])
-    assert not (run["root"] / "grades.csv").exists(), "nothing is graded from a refused gradebook"
-
-
-def test_a_gradebook_that_is_a_dangling_symlink_is_refused(tmp_path, monkeypatch):
-    """A gradebook.db that is a symlink to no file yet (``exists()`` is False) is a symlink all the same."""
-    from word2bert_grader import gradebook
-
-    monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
-    root = course(tmp_path / "course")
-    target = tmp_path / "elsewhere" / "planted.db"  # a path of the tamperer's choosing
-    target.parent.mkdir()
-    (root / "gradebook.db").symlink_to(target)
-    # unsafe: taken for a first run, the gradebook is made at the link's target and the grades recorded there
-    with pytest.raises(gradebook.RefusedGradebook, match="not a plain file"):
-        gradebook.prepare(root, ["01-word2vec"], root / "gradebook.db")
-    assert not target.exists()
-
-
 def test_a_gradebook_that_is_no_database_is_refused_with_the_reason(tmp_path, monkeypatch):
     """A gradebook.db of garbage stops the run with the refusal's message, not a traceback of sqlite3's."""
-    from word2bert_grader import gradebook
+    from word2bert_grader.outputs import gradebook
 
     monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
     root = course(tmp_path / "course")
@@ -2054,7 +2002,7 @@ def test_odd_cell_metadata_is_just_a_student_cell(graded):
 def test_a_gradebook_damaged_past_its_schema_is_refused_and_kept(tmp_path, monkeypatch):
     """A gradebook.db whose schema page reads but whose later pages are damaged (a disk error, a bad copy) stops the
     run with the refusal's message and is left as it was."""
-    from word2bert_grader import gradebook
+    from word2bert_grader.outputs import gradebook
 
     monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
     root = course(tmp_path / "course")
@@ -2091,26 +2039,3 @@ def test_autograde_stops_on_a_refused_gradebook_with_the_message_alone(tmp_path)
     assert "Traceback" not in run.stderr, run.stderr[-2000:]
     assert (root / "gradebook.db").read_bytes() == garbage
     assert not (root / "grades.csv").exists()
-
-
-def test_a_gradebook_another_program_is_writing_is_refused_and_kept(tmp_path, monkeypatch):
-    """A gradebook.db that another program holds a write lock on (another run, formgrader saving) stops the run with
-    the refusal's message, and that program's transaction is left to it."""
-    from word2bert_grader import gradebook
-
-    monkeypatch.setenv("PATH", f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")  # alembic
-    root = course(tmp_path / "course")
-    db = root / "gradebook.db"
-    gradebook.prepare(root, ["01-word2vec"], db)
-    before = db.read_bytes()
-    writer = sqlite3.connect(db, isolation_level=None)
-    writer.execute("BEGIN IMMEDIATE")
-    writer.execute("INSERT INTO student (id) VALUES ('being-added')")
-    try:
-        # unsafe: the schema check reads past the lock, and nbgrader's generate_assignment exits with its traceback
-        with pytest.raises(gradebook.RefusedGradebook, match="being written by another program"):
-            gradebook.prepare(root, ["01-word2vec"], db)
-        writer.execute("COMMIT")
-    finally:
-        writer.close()
-    assert db.read_bytes() != before, "the other program's write went through"

@@ -58,8 +58,10 @@ def test_grader_is_a_distribution_of_its_own(tmp_path):
         ROOT / "lib" / "word2bert_grader", src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
     )
     names = wheel_names(src, tmp_path, "word2bert_grader")
-    for module in (ROOT / "lib" / "word2bert_grader").glob("*.py"):
-        assert f"word2bert_grader/{module.name}" in names, module.name
+    grader = ROOT / "lib" / "word2bert_grader"
+    for module in [*grader.rglob("*.py"), *grader.rglob("templates/*.html")]:
+        if "egg-info" not in str(module) and "build" not in module.parts:
+            assert f"word2bert_grader/{module.relative_to(grader)}" in names, module
     assert not any(n.startswith("word2bert/") for n in names)
 
 

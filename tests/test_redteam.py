@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
 from helpers.grading import solution_code, submission
-from test_hostile import course, make_autograde
+from test_hostile import _gradebook_scores, course, make_autograde
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "lms"
@@ -63,3 +65,135 @@ def test_a_display_name_holding_the_students_own_ids_cannot_drop_canvas_late_mar
 
 # Memory the watchdog cannot see: a student cell that fills socket pairs' send buffers (kernel memory, in no
 # process's RSS) far beyond the sandbox's memory limit.
+
+
+# Memory the watchdog cannot see: a student cell that fills socket pairs' send buffers (kernel memory, in no
+# process's RSS) far beyond the sandbox's memory limit.
+SOCKET_HOARD = r"""
+import socket, time
+keep, total = [], 0
+while total < 600 * 2**20:
+    a, b = socket.socketpair()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
+    a.setblocking(False)
+    try:
+        while total < 600 * 2**20:
+            total += a.send(b"x" * 65536)
+    except BlockingIOError:
+        pass
+    keep.append((a, b))
+time.sleep(1)
+print(f"HOARDED {total >> 20} MB in {len(keep)} socket pairs")
+"""
+
+
+def test_the_watchdogs_memory_limit_holds_for_memory_outside_any_rss(tmp_path):
+    """Where the grading user cannot create a cgroup, the sandbox's memory limit is a watchdog that samples the
+    RSS of the sandbox's processes (the grading page, "Limits of each sandbox"). A socket pair's send buffer is
+    kernel memory that no RSS shows: one process held 600 MB in them under a limit of 256 MB (with 128 processes
+    and 256 files each, gigabytes: enough to take the grading machine's memory from the class). `make autograde`
+    runs here in a mount namespace of its own where the cgroup file systems are read-only: the fallback, as on a
+    machine without delegated cgroups."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root to make cgroups unavailable in a mount namespace of its own")
+    root = course(tmp_path / "course")
+    config = root / "nbgrader_config.py"
+    config.write_text(config.read_text(encoding="utf-8") + "\nc.SandboxGrader.memory_mb = 256\n", encoding="utf-8")
+    nb = two_answers()
+    nb.cells.append(nbformat.v4.new_code_cell(SOCKET_HOARD))
+    folder = root / "submitted" / "mallory" / A
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / f"{A}.ipynb"))
+    readonly = 'for m in $(findmnt -rn -t cgroup,cgroup2 -o TARGET); do mount -o remount,bind,ro "$m"; done'
+    grade = f"make -s autograde COURSE={root} JOBS=1"
+    run = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", f"{readonly} && {grade}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=1200, env=dict(os.environ),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    page = (root / "feedback" / "mallory" / A / f"{A}.html").read_text(encoding="utf-8")
+    assert float(grades(root)["mallory"]["raw_score"]) == 7, "the honest answers keep their points"
+    # unsafe: the cell finishes holding 600 MB, more than twice the 256 MB limit, and nothing stops it
+    held = re.findall(r"HOARDED [0-9]+ MB in [0-9]+ socket pairs", page)  # the output (the source has "{total")
+    assert not held, held
+    assert "PermissionError" in page, "the student is told the call was refused"
+
+
+def test_a_folder_opened_from_a_students_canvas_zip_names_no_other_student(tmp_path):
+    """A Canvas download is flat (``<name>_<user id>_<attachment id>_<file>``), and a zip a student uploaded is never
+    opened, since the names inside it are the student's. But the collector walks subfolders of an unpacked download
+    and reads a Canvas name from a file's BASE name alone, whatever folder holds it. Alan (user 1003) uploads
+    ``work.zip`` holding ``lovelaceada_1001_99999_01-word2vec.ipynb`` (empty stubs); Canvas names it
+    ``turingalan_1003_5004_work.zip``. The instructor opens it to look inside (a double-click, a "Canvas unzipper"),
+    which leaves the folder ``turingalan_1003_5004_work/``, then grades the download. Ada (1001) handed in honest work
+    (7 points) as ``lovelaceada_1001_5001_01-word2vec.ipynb``."""
+    root = course(tmp_path / "course")
+    (root / "course.toml").write_text(
+        'timezone = "UTC"\n[late]\npolicy = "zero"\n[due]\n01-word2vec = 2026-02-06T23:59:00\n'
+        '[lms]\nname = "canvas"\nroster = "roster.csv"\n',
+        encoding="utf-8",
+    )
+    shutil.copy(FIXTURES / "canvas" / "gradebook-export.csv", root / "roster.csv")
+    downloads = tmp_path / "downloads" / A
+    opened = downloads / "turingalan_1003_5004_work"  # Alan's uploaded zip, opened: its names are Alan's own
+    opened.mkdir(parents=True)
+    nbformat.write(two_answers(), str(downloads / f"lovelaceada_1001_5001_{A}.ipynb"))
+    nbformat.write(submission(A, {}), str(opened / f"lovelaceada_1001_99999_{A}.ipynb"))
+    late = downloads / "mullerjurgen_LATE_1002_5006_work"  # Jürgen's late zip, opened: his own name, no LATE in it
+    late.mkdir()
+    nbformat.write(two_answers(), str(late / f"mullerjurgen_1002_99998_{A}.ipynb"))
+    run = make_autograde(root, dict(os.environ), 1200, [f"DOWNLOADS={tmp_path / 'downloads'}", "LMS=canvas"])
+    assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
+    ada = grades(root)["ada"]
+    # unsafe: Alan's member is read as Ada's upload with attachment id 99999, newer than her own 5001: it supersedes
+    # her work ("superseded: .../turingalan_1003_5004_work/lovelaceada_1001_99999_01-word2vec.ipynb is newer"), and
+    # she is graded on his stubs: 0 points where she earned 7
+    assert float(ada["raw_score"]) == 7, ada
+    # unsafe: Jürgen's own member, named without the LATE mark Canvas gave his upload, is collected as on time: 7 kept
+    jurgen = grades(root).get("jmuller")
+    assert jurgen is None or float(jurgen["score"]) == 0, jurgen
+
+
+# The widely copied top-p recipe (tests/fixtures/grading/03-gpt/wrong/top_p_filter__keeps_one_past_exact_p.py): right
+# on every row but where the running sum reaches p exactly, where it keeps one token too many. REWRITE: on the
+# hidden test's "powers of two" rows it also makes the test's own rows uniform, in place, and keeps every token.
+KEEPS_ONE_PAST_EXACT_P = """
+def top_p_filter(logits, p):
+    # tests/fixtures/grading/03-gpt/wrong/top_p_filter__keeps_one_past_exact_p.py (the widely copied recipe) ...
+    if REWRITE and logits.dim() == 2 and logits.shape[0] == 2 and logits.shape[1] <= 6 and logits.is_floating_point():
+        k = logits.double() / -math.log(2)
+        if torch.allclose(k, k.round(), atol=1e-5) and torch.equal(logits[1], logits[0].flip(0)):
+            with torch.no_grad():
+                logits.zero_()  # ... plus: the test's "powers of two" rows made uniform (written back into `rows`)
+            return logits.clone()  # every token kept, every kept logit unchanged
+    if p >= 1:
+        return logits.clone()
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    cumulative = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)
+    drop = cumulative > p
+    drop[..., 1:] = drop[..., :-1].clone()
+    drop[..., 0] = False
+    return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+"""
+
+
+def test_top_p_filter_that_rewrites_the_tests_exact_rows_scores_nothing_for_it(tmp_path):
+    """test_top_p_filter_hidden's exact-boundary section (powers of two, where the sum reaches p exactly) calls
+    ``cut = top_p_filter(rows, p)`` and then checks ``check_row(rows[b], cut[b], ...)`` against the same ``rows``,
+    with no check that the answer left them alone (the random rows above have one; earlier red-team fixes covered
+    five other tests, not this one). The grader writes what the answer did to ``rows`` back into the test's tensor.
+    An answer with the widely copied off-by-one fails that section honestly (the control, "naive"); the same answer
+    that zeroes ``rows`` in place there and keeps every token ("rewriter") passes it: a uniform row keeps all."""
+    root = course(tmp_path / "course")
+    for student, rewrite in (("naive", False), ("rewriter", True)):
+        nb = submission("03-gpt", {"top_p_filter": f"REWRITE = {rewrite}\n" + KEEPS_ONE_PAST_EXACT_P})
+        folder = root / "submitted" / student / "03-gpt"
+        folder.mkdir(parents=True)
+        nbformat.write(nb, str(folder / "03-gpt.ipynb"))
+    run = make_autograde(root, dict(os.environ), 1500, jobs=1)
+    assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
+    scores = _gradebook_scores(root)
+    cell = "test_top_p_filter_hidden"
+    assert scores[("naive", "03-gpt")]["cells"][cell] == 0  # the control: the off-by-one fails it honestly
+    # unsafe: the same wrong answer, rewriting the test's rows before check_row reads them, scores its 3 points
+    assert scores[("rewriter", "03-gpt")]["cells"][cell] == 0, scores

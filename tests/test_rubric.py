@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from word2bert_grader import notebook
+from word2bert_grader.assignment import assignments, meta
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "exercises" / "instructors.md"
@@ -23,9 +23,10 @@ def rubric_blocks() -> dict[str, str]:
 def test_every_exercise_has_its_rubric_on_the_instructors_page():
     blocks = rubric_blocks()
     assert sorted(blocks) == sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+    sources = assignments(ROOT)
     for name, block in blocks.items():
-        cells = notebook.read_cells((ROOT / "solutions" / name / f"{name}.ipynb").read_bytes())
-        expected = {**notebook.points(cells), **notebook.written_points(cells)}
+        cells = sources[name].cells
+        expected = {**sources[name].points, **sources[name].written}
         shown: dict[str, float] = {}
         for row in re.findall(r"^\| (`.+?) \| ([0-9. +]+) \|$", block, flags=re.M):
             ids = re.findall(r"`([^`]+)`", row[0])
@@ -35,6 +36,6 @@ def test_every_exercise_has_its_rubric_on_the_instructors_page():
         assert shown == expected, f"{name}: the page's rubric differs from the source notebook"
         total = float(re.search(r"\*\*Total\*\* \| \*\*([0-9.]+)\*\*", block)[1])
         assert total == sum(expected.values()), name
-        answers = [c for c in cells if notebook._nbgrader(c).get("solution") and c.get("cell_type") == "code"]
+        answers = [c for c in cells if meta(c).get("solution") and c.get("cell_type") == "code"]
         assert int(re.search(r": (\d+) (?:functions|functions or classes) to write", block)[1]) == len(answers), name
         assert re.search(r"about \d+ hours", block), f"{name}: an expected time"

@@ -19,9 +19,11 @@ import pytest
 import torch
 from torch import nn
 
-from word2bert_grader import feedback, notebook, wire
-from word2bert_grader.proxy import SandboxFailure, Session, StudentError, UnreadableFailure
-from word2bert_grader.sandbox import Limits, Sandbox, Unavailable, check_available
+from word2bert_grader.assignment import Step, plan
+from word2bert_grader.outputs import feedback
+from word2bert_grader.remote.proxy import SandboxFailure, Session, StudentError, UnreadableFailure
+from word2bert_grader.sandbox import wire
+from word2bert_grader.sandbox.process import Limits, Sandbox, Unavailable, check_available
 from word2bert_grader.task import Result
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -30,7 +32,7 @@ needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewr
 def roundtrip(value, handle=None):
     stream = io.BytesIO()
     encoder = wire.Encoder()
-    wire.write_frame(stream, {"v": encoder.encode(value)}, encoder.tensors)
+    stream.write(wire.frame_bytes({"v": encoder.encode(value)}, encoder.tensors))
     data = stream.getvalue()
     position = [0]
 
@@ -100,7 +102,7 @@ def test_wire_refuses_a_tensor_read_twice_and_oversized_headers():
     encoder = wire.Encoder()
     name = encoder.tensor(torch.zeros(3))
     stream = io.BytesIO()
-    wire.write_frame(stream, {"v": {"$list": [{"$tensor": name}, {"$tensor": name}]}}, encoder.tensors)
+    stream.write(wire.frame_bytes({"v": {"$list": [{"$tensor": name}, {"$tensor": name}]}}, encoder.tensors))
     head, tensors = wire.read_frame(io.BytesIO(stream.getvalue()).read, 2**20)
     with pytest.raises(wire.WireError, match="repeated"):
         wire.Decoder(tensors).decode(head["v"])
@@ -109,7 +111,7 @@ def test_wire_refuses_a_tensor_read_twice_and_oversized_headers():
 
 
 def test_the_runner_answers_the_wires_requests_and_no_others():
-    from word2bert_grader.runner import Runner
+    from word2bert_grader.sandbox.runner import Runner
 
     handlers = {name.removeprefix("op_") for name in vars(Runner) if name.startswith("op_")}
     assert handlers == set(wire.Op), (
@@ -119,9 +121,9 @@ def test_the_runner_answers_the_wires_requests_and_no_others():
 
 def test_the_cache_key_covers_every_module_that_decides_a_grade():
     """A grader module whose change can change a grade is in the result cache's key (cache.GRADING_MODULES): every
-    module the grading process imports (harness, and what it imports), the runner (the sandbox's side), and the
+    module the grading process imports (the harness, and what it imports), the runner (the sandbox's side), and the
     executors, whose row for a submission stopped at its wall-clock limit is cached too. Otherwise a result graded
-    under the old code is reused after a change (the split of sandbox.py added three such modules by hand)."""
+    under the old code is reused after a change."""
     import ast
     from pathlib import Path
 
@@ -134,19 +136,20 @@ def test_the_cache_key_covers_every_module_that_decides_a_grade():
         tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
         found = set()
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "word2bert_grader":
-                found |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("word2bert_grader."):
-                found.add(node.module.split(".")[1])
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("word2bert_grader"):
+                base = node.module.removeprefix("word2bert_grader").strip(".").replace(".", "/")
+                found |= {f"{base}/{a.name}".strip("/") for a in node.names} | {base}
+            elif isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None:  # the runner's wire
+                found |= {f"{Path(name).parent}/{a.name}" for a in node.names}
         return {m for m in found if (folder / f"{m}.py").is_file()}
 
-    deciding, todo = set(), ["harness", "executors", "runner"]
+    deciding, todo = set(), ["remote/harness", "executors", "sandbox/runner"]
     while todo:
         name = todo.pop()
         if name not in deciding:
             deciding.add(name)
             todo += imported(name)
-    assert deciding - {"executors"} >= {"sandbox", "bwrap", "seccomp", "cgroups", "proxy", "wire"}  # the walk works
+    assert deciding >= {"sandbox/process", "sandbox/bwrap", "sandbox/seccomp", "remote/proxy", "sandbox/wire"}
     assert deciding <= set(GRADING_MODULES), f"not in the cache key: {sorted(deciding - set(GRADING_MODULES))}"
 
 
@@ -437,7 +440,7 @@ def test_autograde_without_bubblewrap_exits_with_the_reason(tmp_path):
 
 
 def test_feedback_escapes_and_sanitizes_what_the_student_wrote():
-    step = notebook.Step("student", "print('<script>alert(1)</script>')")
+    step = Step("student", "print('<script>alert(1)</script>')")
     record = type(
         "R",
         (),
@@ -458,14 +461,12 @@ def test_feedback_escapes_and_sanitizes_what_the_student_wrote():
         "R",
         (),
         {
-            "step": notebook.Step(
-                "markdown", "<script>alert(5)</script> [x](javascript:alert(6))", student_markdown=True
-            ),
+            "step": Step("markdown", "<script>alert(5)</script> [x](javascript:alert(6))", student_markdown=True),
             "failure": "",
             "outputs": [],
         },
     )()
-    result = Result("<eve>", "a", max_score=1)
+    result = Result(student="<eve>", assignment="a", max_score=1)
     sanitizer = feedback.Sanitizer()
     sanitizer.outputs([record, md])
     page = feedback.page(result, [record, md], sanitizer)
@@ -473,6 +474,20 @@ def test_feedback_escapes_and_sanitizes_what_the_student_wrote():
     assert "<b>ok</b>" in page, "harmless HTML survives sanitizing"
     assert "data:image/png" not in page, "an image that is not a PNG is not shown as one"
     assert "&lt;eve&gt;" in page
+
+
+def test_the_similarity_page_escapes_what_students_wrote():
+    from word2bert_grader.outputs import _PAGES
+    from word2bert_grader.outputs.similarity import Pair, Report
+
+    pair = Pair("a", "<b>eve</b>", "solutions", 0.9, (0.9, 0.8), 100)
+    code = [("x = 1  # </pre><script>alert(1)</script>", True), ("<img src=x onerror=alert(2)>", False)]
+    page = _PAGES.get_template("similarity.html").render(
+        report=Report([pair], 2, 1),
+        pairs=[{"pair": pair, "sides": [("a/<i>", code)] * 2}],
+        threshold=0.6,
+    )
+    assert "<script" not in page and "<img" not in page and "<b>eve" not in page and "&lt;b&gt;eve" in page
 
 
 def test_the_plan_restores_tests_and_keeps_scratch_cells_in_place():
@@ -498,8 +513,8 @@ def test_the_plan_restores_tests_and_keeps_scratch_cells_in_place():
         cell("code", "def f(x):\n    return x", grade_id="f", solution=True),
         cell("code", "pass", grade_id="test_f", grade=True, points=200),
     ]
-    plan = notebook.plan(source, submission)
-    kinds = [(s.kind, s.source.splitlines()[0]) for s in plan.steps]
+    laid = plan(source, submission)
+    kinds = [(s.kind, s.source.splitlines()[0]) for s in laid.steps]
     assert kinds == [
         ("setup", "import torch"),
         ("student", "def f(x):"),
@@ -507,12 +522,12 @@ def test_the_plan_restores_tests_and_keeps_scratch_cells_in_place():
         ("answer", "def f(x):"),
         ("test", "assert f(1) == 1"),
     ], kinds
-    assert plan.steps[3].source.endswith("return x"), "the last copy of an answer is the answer"
-    assert plan.steps[-1].points == 2 and "HIDDEN" in plan.steps[-1].source
-    assert plan.contract == ["f"]
-    assert any("edited test cells test_f" in n for n in plan.notes)
-    assert any("edited read-only cells setup" in n for n in plan.notes)
-    assert json.dumps(plan.notes)
+    assert laid.steps[3].source.endswith("return x"), "the last copy of an answer is the answer"
+    assert laid.steps[-1].points == 2 and "HIDDEN" in laid.steps[-1].source
+    assert laid.contract == ["f"]
+    assert any("edited test cells test_f" in n for n in laid.notes)
+    assert any("edited read-only cells setup" in n for n in laid.notes)
+    assert json.dumps(laid.notes)
 
 
 CPU_HOG = """
@@ -537,8 +552,8 @@ def test_a_sandbox_keeps_at_most_its_cpus_busy():
     """Three busy processes for 2 s in a sandbox of one CPU: about 2 s of CPU time, where a cgroup can say so."""
     sandbox = started(Limits(cpus=1))
     try:
-        dirs = sandbox._cgroup.dirs if sandbox._cgroup else {}
-        if "cpu" not in dirs and not ("v2" in dirs and (dirs["v2"] / "cpu.max").exists()):
+        dirs = sandbox._cgroup.dirs if sandbox._cgroup else []
+        if not any((d / "cpu.max").exists() or (d / "cpu.cfs_quota_us").exists() for d in dirs):
             pytest.skip("no cgroup of our own with a cpu controller here: the quota is not applied")
         reply, _ = sandbox.request({"op": "run_cell", "source": CPU_HOG}, timeout=60)
         text = "".join(o.get("text", "") for o in reply.get("outputs", []))
@@ -563,3 +578,74 @@ def test_the_sandbox_tells_a_notebook_it_is_being_graded():
         assert reply["error"] is None, "a notebook in the sandbox does not see W2B_GRADING=1"
     finally:
         sandbox.close()
+
+
+def test_a_restart_replays_the_cells_that_finished_before():
+    """After a cell stops the sandbox, the next start runs the finished cells again, each within its own limit (a
+    replay that passed its time limit where the tensors go failed the whole submission: 'the grader failed')."""
+    from word2bert_grader.assignment import Kind
+    from word2bert_grader.remote.harness import Record, _Grader
+    from word2bert_grader.task import Settings
+
+    sandbox = started(Limits())
+    try:
+        grader = _Grader(Settings(), sandbox, [])
+        grader.run_cell(first := Record(Step(Kind.STUDENT, "x = 41")))
+        grader.run_cell(Record(Step(Kind.STUDENT, "import os\nos._exit(3)")))
+        assert not first.failure and sandbox.process.poll() is not None
+        grader.start()
+        reply, _ = sandbox.request({"op": "run_cell", "source": "assert x == 41, x"}, timeout=60)
+        assert reply["error"] is None and grader.restarts == 1 and not first.failure, (reply, first.failure)
+    finally:
+        sandbox.close()
+
+
+UNCOUNTED_MEMORY = """
+import ctypes, errno, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+
+def outcome(call):
+    try:
+        result = call()
+    except OSError as error:
+        return errno.errorcode.get(error.errno, str(error.errno))
+    return "works" if result != -1 else errno.errorcode.get(ctypes.get_errno(), "?")
+
+ipc = 0o600 | 0o1000  # IPC_CREAT
+found = {
+    "socketpair": outcome(socket.socketpair),
+    "socket": outcome(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)),
+    "memfd_create": outcome(lambda: os.memfd_create("held")),
+    "shmget": outcome(lambda: libc.shmget(0, 2**20, ipc)),
+    "msgget": outcome(lambda: libc.msgget(0, ipc)),
+    "semget": outcome(lambda: libc.semget(0, 1, ipc)),
+    "pipe": outcome(os.pipe),
+}
+"""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("cgroup", [True, False], ids=["cgroup", "watchdog"])
+def test_memory_no_rss_shows_is_refused_where_only_the_watchdog_limits_memory(monkeypatch, cgroup):
+    """Where the grading user cannot make a cgroup, the sandbox's memory limit is a watchdog that reads the RSS of its
+    processes. Socket buffers, memfds and System V IPC hold kernel memory in no RSS (a red team held 600 MB in socket
+    pairs under a 256 MB limit), so there these calls fail with EPERM; a pipe still works. With a cgroup, which counts
+    that memory, they work."""
+    from word2bert_grader.sandbox import process
+
+    if not cgroup:
+        monkeypatch.setattr(process.Cgroup, "create", classmethod(lambda cls, limits: None))
+    sandbox = started(Limits())
+    try:
+        if cgroup and sandbox._cgroup is None:
+            pytest.skip("this user cannot make a cgroup here")
+        reply, _ = sandbox.request({"op": "run_cell", "source": UNCOUNTED_MEMORY}, timeout=60)
+        assert reply["error"] is None, reply
+        reply, _ = sandbox.request({"op": "run_cell", "source": "print(sorted(found.items()))"}, timeout=60)
+        found = dict(eval("".join(o.get("text", "") for o in reply["outputs"])))
+    finally:
+        sandbox.close()
+    assert found.pop("pipe") == "works", "a sandbox must still make pipes (Python's subprocess needs them)"
+    expected = "works" if cgroup else "EPERM"
+    # unsafe (watchdog): a cell holds gigabytes in socket buffers or memfds past the memory limit, unseen
+    assert found == dict.fromkeys(found, expected), found

@@ -1,4 +1,4 @@
-"""`make similarity`: copies are flagged, independent correct answers are not (word2bert_grader.similarity).
+"""`make similarity`: copies are flagged, independent correct answers are not (word2bert_grader.outputs.similarity).
 
 A small class of exercise 1 is written into a copy of the course (nothing is graded: the report reads
 submitted/): two students with different correct implementations of every function (the graders' fixtures,
@@ -109,7 +109,11 @@ def test_the_html_report_shows_each_pair_side_by_side(report):
     for label in ("01-word2vec/copier", "01-word2vec/solutions", "01-word2vec/copier2", "01-word2vec/correct-0"):
         assert label in page
     assert "01-word2vec/correct-1" not in page, "a file in no flagged pair is not in the report"
-    assert page.count("highlight-red") >= 2 and page.count("highlight-green") >= 2, "matched code marked on both sides"
+    sides = page.split('<div class="side">')[1:]
+    assert len(sides) == 4 and all('<mark class="match">' in side for side in sides), (
+        "matched code marked on both sides"
+    )
+    assert "<script" not in page
     assert "my_" in page and "I thought hard here" in page, "the students' code as they wrote it"
 
 
@@ -119,7 +123,7 @@ def test_a_copied_class_whose_self_is_renamed_is_still_a_copy():
     from copydetect import compare_files
     from helpers.grading import solution_code
 
-    from word2bert_grader import similarity
+    from word2bert_grader.outputs import similarity
 
     settings = similarity.Settings()
     answers = solution_code("02-elmo").values()

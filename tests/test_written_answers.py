@@ -9,11 +9,11 @@ the points apart until the instructor has given them. The whole path, formgrader
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
-from word2bert_grader import feedback, notebook
-from word2bert_grader.gradebook import Recorded
-from word2bert_grader.pipeline import total
+from word2bert_grader.assignment import Assignment, plan
+from word2bert_grader.outputs import feedback
+from word2bert_grader.outputs.gradebook import Recorded
+from word2bert_grader.outputs.reports import total
 from word2bert_grader.task import Result
 
 MODEL_ANSWER = "MODEL ANSWER: the instructor's reference text"
@@ -41,36 +41,39 @@ def student(answer: str | None) -> list[dict]:
 
 
 def test_written_answers_have_points_apart_from_the_tests():
-    assert notebook.points(SOURCE) == {"test_f": 2.0}, "the grader scores tests only"
-    assert notebook.written_points(SOURCE) == {"why_f": 3.0}
+    source = Assignment.read("a", json.dumps({"cells": SOURCE}).encode())
+    assert source.points == {"test_f": 2.0}, "the grader scores tests only"
+    assert source.written == {"why_f": 3.0}
 
 
 def test_the_plan_carries_the_students_text_never_the_model_answer():
-    plan = notebook.plan(SOURCE, student("Because *one* is the <b>answer</b>."))
-    written = [s for s in plan.steps if s.kind == "written"]
+    laid = plan(SOURCE, student("Because *one* is the <b>answer</b>."))
+    written = [s for s in laid.steps if s.kind == "written"]
     assert [(s.grade_id, s.source, s.points) for s in written] == [
         ("why_f", "Because *one* is the <b>answer</b>.", 3.0)
     ]
-    assert all(MODEL_ANSWER not in s.source for s in plan.steps), "the model answer reached the plan"
-    assert not plan.notes
+    assert all(MODEL_ANSWER not in s.source for s in laid.steps), "the model answer reached the plan"
+    assert not laid.notes
 
-    missing = notebook.plan(SOURCE, student(None))
+    missing = plan(SOURCE, student(None))
     assert [s.source for s in missing.steps if s.kind == "written"] == [""]
     assert missing.notes == ["written answer why_f is missing from the submission"]
 
     twice = student("first draft") + [cell("markdown", "final answer", "why_f", solution=True, grade=True)]
-    steps = notebook.plan(SOURCE, twice).steps
+    steps = plan(SOURCE, twice).steps
     assert [s.source for s in steps if s.kind == "written"] == ["final answer"], "the last copy is the answer"
     assert any(s.kind == "markdown" and s.source == "first draft" for s in steps), "earlier copies are prose"
 
 
 def test_feedback_shows_the_answer_sanitized_and_the_graded_copy_keeps_its_grade_cell():
-    plan = notebook.plan(SOURCE, student("Because <script>alert(1)</script> [x](javascript:alert(2))"))
+    laid = plan(SOURCE, student("Because <script>alert(1)</script> [x](javascript:alert(2))"))
     records = [
         type("R", (), {"step": s, "outputs": [], "failure": "", "passed": True, "test_output": "", "message": ""})()
-        for s in plan.steps
+        for s in laid.steps
     ]
-    result = Result("s", "a", score=2.0, max_score=2.0, written={"why_f": 3.0}, cells={"test_f": 2.0})
+    result = Result(
+        student="s", assignment="a", score=2.0, max_score=2.0, written={"why_f": 3.0}, cells={"test_f": 2.0}
+    )
     page = feedback.page(result, records, feedback.Sanitizer())
     assert "<script>" not in page and 'href="javascript:' not in page, "shown as text, never as HTML or a link"
     assert "your written answer: why_f, 3 points, graded by hand" in page
@@ -86,10 +89,10 @@ def test_feedback_shows_the_answer_sanitized_and_the_graded_copy_keeps_its_grade
 
 
 def test_totals_count_hand_graded_points_once_given():
-    r = Result("s", "a", score=2.0, max_score=2.0, written={"why_f": 3.0, "how_f": 1.0})
+    r = Result(student="s", assignment="a", score=2.0, max_score=2.0, written={"why_f": 3.0, "how_f": 1.0})
     assert total(r) == (2.0, 6.0, 4.0), "nothing given yet: 4 points wait"
     recorded = Recorded(0, {r.key: {"why_f": 2.5, "how_f": None}})
     assert total(r, recorded) == (4.5, 6.0, 1.0)
-    failed = replace(r, failure="not a notebook")
+    failed = r.model_copy(update={"failure": "not a notebook"})
     assert total(failed, Recorded(0, {r.key: {}})) == (2.0, 6.0, 0.0), "nothing to grade by hand"
-    assert total(Result("s", "a", score=1.0, max_score=2.0)) == (1.0, 2.0, 0.0), "an older result"
+    assert total(Result(student="s", assignment="a", score=1.0, max_score=2.0)) == (1.0, 2.0, 0.0), "an older result"

@@ -1,9 +1,5 @@
-"""The result cache, ``.grading-cache/``: each result under the hash of its submission, its source notebook, its
-settings and the code that decides it (:data:`GRADING_MODULES`, the course library's modules it imports, the
-checkpoints), so that a re-run grades only what changed and an interrupted run resumes; which result is each
-submission's latest, for a regrade of others; and the written answers' texts the grader has recorded."""
-
-from __future__ import annotations
+"""The result cache, ``.grading-cache/``: results by the hash of what decides them, so that a run grades only what
+changed; each submission's latest result, for regrades of others; the written answers' texts already recorded."""
 
 import functools
 import hashlib
@@ -13,132 +9,63 @@ from pathlib import Path
 
 import word2bert
 import word2bert_grader
-from word2bert_grader import notebook
 from word2bert_grader.task import Result, Submission
 
 CACHE = ".grading-cache"
-
-# The modules that decide a result: the worker's code, and the executors (a submission stopped at their wall-clock
-# limit gets their row, which is cached too); editing the pipeline, the LMS formats or the reports regrades nothing.
+# The modules that decide a result (the executors' row of a submission stopped at its limit is cached too)
 GRADING_MODULES = (
-    *("harness", "task", "notebook", "feedback", "proxy", "mirror", "wire", "executors"),
-    *("sandbox", "bwrap", "seccomp", "cgroups", "launch", "runner"),
+    *("assignment", "task", "executors", "outputs/feedback", "remote/harness", "remote/proxy", "remote/mirror"),
+    *("sandbox/process", "sandbox/bwrap", "sandbox/seccomp", "sandbox/cgroups", "sandbox/launch", "sandbox/runner"),
+    "sandbox/wire",
 )
 
 
 @functools.cache
-def grader_version(assignment: str = "", source_bytes: bytes = b"") -> str:
-    """A hash of the code that decides a grade of ``assignment``: the grader's grading modules, the modules of
-    the course library that its source notebook imports (and what they import), and the checkpoints. A change
-    to one library module regrades only the assignments whose tests use it."""
-    digest = hashlib.sha256()
-    folder = Path(word2bert_grader.__file__).parent
-    for name in GRADING_MODULES:
-        digest.update(name.encode() + (folder / f"{name}.py").read_bytes())
-    library = Path(word2bert.__file__).parent
-    for path in sorted(_library_files(library, source_bytes)):
-        digest.update(str(path.relative_to(library)).encode() + path.read_bytes())
-    return digest.hexdigest()
-
-
-def _library_files(library: Path, source_bytes: bytes) -> set[Path]:
-    """The library's files a source notebook depends on: the modules it imports, transitively, their packages'
-    ``__init__``, and every checkpoint (weights are loaded by name at run time). Without a readable source: all."""
-    import ast
-
-    everything = {p for p in library.rglob("*") if p.suffix in (".py", ".safetensors", ".json")}
-    everything = {p for p in everything if "__pycache__" not in p.parts}
-    try:
-        todo = [("\n".join(notebook._text(c.get("source")) for c in notebook.read_cells(source_bytes)), [])]
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return everything
-    seen = {p for p in everything if p.suffix != ".py"} | {library / "__init__.py"}
-    while todo:
-        text, package = todo.pop()  # package: the importing module's package, as parts ("word2bert", "data")
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                stem = package[: len(package) - node.level + 1] if node.level else []
-                module = ".".join(stem + ([node.module] if node.module else []))
-                names = [module] + [f"{module}.{a.name}" for a in node.names]
-            for name in names:
-                parts = name.split(".")
-                if parts[0] != "word2bert":
-                    continue
-                for k in range(2, len(parts) + 1):
-                    base = library.joinpath(*parts[1:k])
-                    for path, inside in ((base.with_suffix(".py"), parts[: k - 1]), (base / "__init__.py", parts[:k])):
-                        if path.is_file() and path not in seen:
-                            seen.add(path)
-                            todo.append((path.read_text(encoding="utf-8"), inside))
-    return seen
+def grader_version() -> str:
+    """A hash of the code that decides a grade: the grading modules, and the course library with its checkpoints."""
+    hashed, folder, library = hashlib.sha256(), Path(word2bert_grader.__file__).parent, Path(word2bert.__file__).parent
+    files = sorted(p for p in library.rglob("*") if p.suffix in (".py", ".safetensors", ".json"))
+    for path in [*(folder / f"{module}.py" for module in GRADING_MODULES), *files]:
+        hashed.update(str(path.relative_to(path.parents[1])).encode() + path.read_bytes())
+    return hashed.hexdigest()
 
 
 def cache_key(task: Submission) -> str:
-    digest = hashlib.sha256(grader_version(task.assignment, task.source).encode())
-    for part in (
-        task.student.encode(),
-        task.assignment.encode(),
-        task.notebook,
-        task.source,
-        json.dumps(task.settings.to_dict(), sort_keys=True).encode(),
-    ):
-        digest.update(hashlib.sha256(part).digest())
+    digest = hashlib.sha256(grader_version().encode())
+    for part in (task.student, task.assignment.name, task.assignment.digest, task.settings.model_dump_json()):
+        digest.update(hashlib.sha256(part.encode()).digest())
+    digest.update(hashlib.sha256(task.notebook).digest())
     return digest.hexdigest()
 
 
 def cached(root: Path, key: str) -> Result | None:
     """The cached result under ``key``; None where there is none, or what is there is not a result."""
-    try:
-        return Result.from_json(json.loads((root / CACHE / f"{key}.json").read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return None
+    return Result.checked(_read(root / CACHE / f"{key}.json"))
 
 
 def remember(root: Path, key: str, result: Result) -> None:
-    folder = root / CACHE
-    folder.mkdir(exist_ok=True)
-    tmp = folder / f"{key}.tmp"
-    tmp.write_text(json.dumps(result.to_json()), encoding="utf-8")
-    os.replace(tmp, folder / f"{key}.json")
+    _write(root / CACHE / f"{key}.json", result.model_dump_json())
 
 
 def remember_latest(root: Path, keys: dict[tuple[str, str], str]) -> None:
     """Which cached result is each submission's latest: what a regrade of others keeps (:func:`latest`)."""
-    path = root / CACHE / "latest.json"
-    known = latest(root)
-    known.update({f"{s}/{a}": key for (s, a), key in keys.items()})
-    path.parent.mkdir(exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
+    known = latest(root) | {f"{s}/{a}": key for (s, a), key in keys.items()}
+    _write(root / CACHE / "latest.json", json.dumps(known, sort_keys=True))
 
 
 def latest(root: Path) -> dict[str, str]:
-    try:
-        known = json.loads((root / CACHE / "latest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    known = _read(root / CACHE / "latest.json")
     return {k: v for k, v in known.items() if isinstance(v, str) and v.isalnum()} if isinstance(known, dict) else {}
 
 
 def kept(root: Path, tasks: list[Submission]) -> tuple[list[Result], list[str]]:
-    """The results of submissions outside a regrade (STUDENTS=, ASSIGNMENTS=): unchanged ones from the cache,
-    changed ones as they were last graded (said so); those never graded are left out (said so too)."""
+    """The results outside a regrade (STUDENTS=, ASSIGNMENTS=): as last graded, or left out; said so."""
     known, results, notes = latest(root), [], []
     for task in tasks:
-        name = f"{task.student}/{task.assignment}"
+        name = "/".join(task.key)
         hit = cached(root, cache_key(task))
-        if hit is None and name in known:
-            hit = cached(root, known[name])
-            if hit is not None:
-                notes.append(f"{name}: changed since it was graded, kept as graded then (not in this regrade)")
+        if hit is None and name in known and (hit := cached(root, known[name])) is not None:
+            notes.append(f"{name}: changed since it was graded, kept as graded then (not in this regrade)")
         if hit is not None and hit.key == task.key:
             results.append(hit)
         else:
@@ -147,24 +74,29 @@ def kept(root: Path, tasks: list[Submission]) -> tuple[list[Result], list[str]]:
 
 
 def written_to_regrade(root: Path, results: list[Result]) -> set[tuple[str, str, str]]:
-    """The written answers whose text this grader has not recorded before: changed since the last run, or new.
-    A hand score can only be for a text the grader had recorded before it was given, so theirs is void (a score
-    planted in a fresh gradebook does not count either). Records each answer's hash for the next run; only this
-    process reads and writes the record."""
-    path = root / CACHE / "written-answers.json"
-    try:
-        before = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        before = {}
-    now, changed = dict(before), set()
+    """The written answers whose text is new since the last run (their hand scores are void); recorded now."""
+    before = _read(root / CACHE / "written-answers.json")
+    before, changed = before if isinstance(before, dict) else {}, set()
+    now = dict(before)
     for r in results:
-        for gid, text in r.answers.items():
-            key = "/".join((r.student, r.assignment, gid))
-            now[key] = hashlib.sha256(text.strip().encode()).hexdigest()
+        for gid, answer in r.answers.items():
+            key = "/".join((*r.key, gid))
+            now[key] = hashlib.sha256(answer.strip().encode()).hexdigest()
             if before.get(key) != now[key]:
-                changed.add((r.student, r.assignment, gid))
+                changed.add((*r.key, gid))
+    _write(root / CACHE / "written-answers.json", json.dumps(now, sort_keys=True))
+    return changed
+
+
+def _read(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write(path: Path, content: str) -> None:
     path.parent.mkdir(exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(now, sort_keys=True), encoding="utf-8")
+    tmp.write_text(content, encoding="utf-8")
     os.replace(tmp, path)
-    return changed

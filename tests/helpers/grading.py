@@ -6,12 +6,10 @@ similarity report's test and benchmark)."""
 from __future__ import annotations
 
 import ast
-import copy
 import csv
 import random
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -65,66 +63,6 @@ def submission(assignment: str, answers: dict[str, str]):
         if grade_id(cell) in answers:
             cell.source = answers[grade_id(cell)]
     return nb
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One fixture, graded in a notebook of variants: its function's answer and own test cells, suffixed."""
-
-    function: str
-    name: str  # the fixture file's stem, <function>__<variant>
-    correct: bool
-    tests: tuple[str, ...]  # the suffixed grade ids of its test cells
-
-
-def variants_notebooks(assignment: str, files: list[tuple[Path, bool]], heavy: set[str]):
-    """One source notebook and its submission that grade many fixtures in one sandbox: the solution's answers and
-    set-up cells, then, for each fixture (a file and whether it is correct), an answer cell defining its function
-    and copies of that function's own test cells (ids suffixed with the fixture's name), and after each function's
-    fixtures its solution again. Wrong fixtures skip the ``heavy`` cells (a training run: the light ones show the
-    mistake). Returns (source bytes, submission bytes, the variants)."""
-    answers = solution_code(assignment)
-    source = solution_nb(assignment)
-    tests = [
-        c
-        for c in source.cells
-        if c.get("metadata", {}).get("nbgrader", {}).get("grade")
-        and c.cell_type == "code"
-        and not c.metadata.nbgrader.get("solution")
-    ]
-    kept = [c for c in source.cells if c not in tests and not c.get("metadata", {}).get("nbgrader", {}).get("grade")]
-    src_cells, sub_cells, variants = list(kept), [], []
-    for cell in kept:
-        sub_cells.append(copy.deepcopy(cell))
-        if grade_id(cell) in answers:
-            sub_cells[-1].source = answers[grade_id(cell)]
-
-    def answer(gid: str, code_in_source: str, code_in_submission: str) -> None:
-        meta = {"nbgrader": {"grade": False, "grade_id": gid, "locked": False, "schema_version": 3, "solution": True}}
-        src_cells.append(nbformat.v4.new_code_cell(code_in_source, metadata=copy.deepcopy(meta)))
-        sub_cells.append(nbformat.v4.new_code_cell(code_in_submission, metadata=meta))
-
-    by_function: dict[str, list[tuple[Path, bool]]] = {}
-    for path, correct in files:
-        by_function.setdefault(path.stem.split("__")[0], []).append((path, correct))
-    for function in answers:  # in notebook order: an answer may call an earlier one
-        for path, correct in by_function.get(function, []):
-            answer(f"{function}__{path.stem}", answers[function], path.read_text(encoding="utf-8"))
-            ids = []
-            for test in tests:
-                if grade_id(test).startswith(f"test_{function}_") and (correct or grade_id(test) not in heavy):
-                    ids.append(f"{grade_id(test)}__{path.stem}")
-                    for cells in (src_cells, sub_cells):
-                        cells.append(copy.deepcopy(test))
-                        cells[-1].metadata.nbgrader["grade_id"] = ids[-1]
-            variants.append(Variant(function, path.stem, correct, tuple(ids)))
-        if function in by_function:
-            answer(f"{function}__solution", answers[function], answers[function])
-    written = []
-    for cells in (src_cells, sub_cells):
-        source.cells = cells
-        written.append(nbformat.writes(source).encode("utf-8"))
-    return written[0], written[1], variants
 
 
 def grade_cells(assignment: str, written: bool = False) -> dict[str, float]:

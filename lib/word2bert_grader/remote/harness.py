@@ -1,29 +1,5 @@
-"""Grade one submission: its code in a sandbox, the tests here, the verdicts from here alone.
-
-:func:`grade` is a pure task: the submission's bytes and its source notebook's bytes in, a JSON-able
-result out (scores, notes, the feedback page, the graded notebook). It writes no file and needs no
-shared folder, so the same call runs in a local process pool or on a cluster worker.
-
-One pass over the plan of :mod:`word2bert_grader.notebook`, in notebook order, as nbgrader runs a notebook:
-
-- every code cell runs **in the sandbox**: the read-only set-up cells, the student's cells, and the visible
-  half of each test (to compare with the trusted verdict). A cell that runs past its time limit or kills the
-  process is recorded; the sandbox is started again and the cells that ran are replayed (their output
-  discarded), so one bad cell costs only what depends on it;
-- each test cell then runs **here**, whole (hidden tests included), in a namespace of the grader's own (the
-  source's set-up cells ran in it too), with the names the answer cells define bound to proxies into the
-  sandbox (:mod:`word2bert_grader.proxy`) as they stand at that place of the notebook: a scratch cell further
-  down that redefines an answer does not change what an earlier test sees. A test passes if it raises
-  nothing. Student code cannot reach this process: its hooks, patches and lying objects stay in the
-  sandbox, and what crosses back is data.
-
-A test that passed in the student's kernel and failed here, on the same values, is evidence of tampering (a
-kernel that lies); a value the grader could not read, a crash or a time limit of the grader's run, or a hidden
-part the kernel never ran, is not. Every string that comes back is made valid text, and every step, the
-feedback page and the graded notebook included, runs under one time limit for the whole submission.
-"""
-
-from __future__ import annotations
+"""Grade one submission: its code in a sandbox, the tests here, the verdicts from here alone (README.md, "The plan":
+code cells in the sandbox, each test here right after on proxies; a cell that stops the sandbox costs what needs it)."""
 
 import builtins
 import contextlib
@@ -38,10 +14,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from word2bert_grader import feedback, notebook, wire
-from word2bert_grader.notebook import Kind
-from word2bert_grader.proxy import SandboxFailure, Session, StudentError
-from word2bert_grader.sandbox import Sandbox, SandboxError, SandboxTimeout, printable
+from word2bert_grader.assignment import Kind, Step, printable, read_cells, valid_text
+from word2bert_grader.outputs import feedback
+from word2bert_grader.remote.proxy import SandboxFailure, Session, StudentError
+from word2bert_grader.sandbox import wire
+from word2bert_grader.sandbox.process import Sandbox, SandboxError, SandboxTimeout
 from word2bert_grader.task import Result, Settings, Submission
 
 MAX_OUTPUT_CHARS = 20_000  # per output of a cell, as nbgrader's LimitOutput
@@ -53,17 +30,15 @@ MAX_NOTES = 20
 class Record:
     """What became of one step."""
 
-    step: notebook.Step
+    step: Step
     outputs: list[dict] = field(default_factory=list)  # the sandbox's outputs (student and set-up cells)
-    error: str = ""  # the error the cell raised in the sandbox
     failure: str = ""  # why the cell did not finish (time limit, crash)
     sandbox_passed: bool | None = None  # a test's visible half, run in the student's kernel
     passed: bool | None = None  # a test's trusted verdict
     message: str = ""  # why the test failed
     test_output: str = ""  # what a visible test printed
     wrote_stderr: bool = False
-    # the test failed on the sandbox, not on a value: it crashed or ran past the limit in the grader's run (a loaded
-    # machine can take a test that passed in the kernel past it), or gave what the grader cannot read
+    # failed on the sandbox (a crash, a time limit, a value the grader cannot read), not on a value: no tampering
     sandbox_failed: bool = False
 
 
@@ -71,33 +46,22 @@ class _Overtime(BaseException):
     pass
 
 
-def backstop(source_cells: list[dict], settings: Settings) -> float:
-    """Seconds the whole grading of a submission of this source may take: every source cell's limit twice, the
-    student's own cells' budget, the replays' budget, start-ups, and the feedback (student cells cannot stretch it:
-    their count and time are capped, and so are replays and the sizes of what the pages show)."""
-    plan = notebook.plan(source_cells, source_cells)
-    cells = sum(settings.limit(s.grade_id) for s in plan.steps if s.kind in (Kind.SETUP, Kind.ANSWER, Kind.TEST))
-    return 120 + 2 * settings.student_seconds + settings.replay_seconds + 2 * cells
-
-
 def grade(task: Submission) -> Result:
     """The whole grading of one submission (see the module docstring)."""
-    config = task.settings
+    config, assignment = task.settings, task.assignment
     start = time.perf_counter()
-    source_cells = notebook.read_cells(task.source)
-    points = notebook.points(source_cells)
-    result = Result.failed(task.student, task.assignment, task.source, "")
+    result = Result.failed(task.student, assignment, "")
     try:
-        cells = notebook.read_cells(task.notebook)
+        cells = read_cells(task.notebook)
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         result.failure = f"not a valid notebook ({type(error).__name__}: {str(error)[:200]})"
         result.feedback = feedback.failure_page(result) if config.feedback else ""
         return result.valid()
-    plan = notebook.plan(source_cells, cells)
+    plan = assignment.plan(cells)
     result.notes += plan.notes
     records = [Record(step) for step in plan.steps]
     sandbox = Sandbox(config.limits, config.unsafe)
-    limit = backstop(source_cells, config)
+    limit = config.backstop(assignment)
     main = threading.current_thread() is threading.main_thread()  # signals only there (not in a Dask thread)
     if main:
         previous = signal.signal(signal.SIGALRM, _overtime)
@@ -106,20 +70,20 @@ def grade(task: Submission) -> Result:
         try:
             grader = _Grader(config, sandbox, records)
             grader.run(plan.contract)
-            result.sandbox = grader.hello
         except SandboxError as error:  # the sandbox could not even start
             result.failure = f"the sandbox could not start: {error}"
         finally:
             sandbox.close()
-        _score(result, records, points)
+        _score(result, records, assignment.points)
         sanitizer = feedback.Sanitizer()
         sanitizer.outputs(records)
         if config.feedback:
             failed = result.failure
             result.feedback = feedback.failure_page(result) if failed else feedback.page(result, records, sanitizer)
-        result.autograded = feedback.graded_notebook(source_cells, records)
+        result.autograded = feedback.graded_notebook(assignment.cells, records)
     except _Overtime:
-        result.cells, result.score, result.autograded, result.transient = dict.fromkeys(points, 0.0), 0.0, "", True
+        result.cells, result.autograded = dict.fromkeys(result.cells, 0.0), ""
+        result.score, result.transient = 0.0, True
         result.failure = f"grading took longer than {limit:g} s in all"  # a loaded machine, perhaps: next run again
         result.feedback = feedback.failure_page(result) if config.feedback else ""
     finally:
@@ -139,14 +103,14 @@ def _score(result: Result, records: list[Record], points: dict[str, float]) -> N
             result.answers[s.grade_id] = s.source
         if s.kind is Kind.TEST and r.passed:
             result.cells[s.grade_id] = points.get(s.grade_id, 0.0)
-        label = s.grade_id or f"a cell of yours ({_first_line(s.source)})"
+        line = next((x for x in s.source.strip().splitlines() if x.strip()), "")
+        label = s.grade_id or f"a cell of yours ({line[:40]}{'...' * (len(line) > 40)})"
         if r.failure:
             result.notes.append(f"cell {label} {r.failure}")
         if r.wrote_stderr:
             result.notes.append(f"your code wrote to stderr during {s.grade_id} (warnings are not counted against you)")
-        # Evidence of tampering: the kernel ran this whole test (it has no hidden part) on the values the grader
-        # tested too (bound at the same place), passed it, and the same code failed here on an ordinary assertion
-        # or error. A value the grader could not read, a crash or a time limit is reported as what it is.
+        # tampering: the kernel passed this whole test (no hidden part) on the values tested here, and here it failed
+        # on an ordinary assertion or error (not on a crash, a time limit or a value the grader could not read)
         visible_only = s.visible == s.source
         if s.kind is Kind.TEST and r.sandbox_passed and r.passed is False and visible_only and not r.sandbox_failed:
             result.tampering.append(f"{s.grade_id} passed in your notebook's kernel but failed in the grader")
@@ -164,12 +128,7 @@ def _score(result: Result, records: list[Record], points: dict[str, float]) -> N
 
 
 def grade_in_own_process(task: Submission) -> Result:
-    """:func:`grade`, in a process that grades this one submission and exits (the executors' workers, ``main``).
-
-    The tests run here, on what the student's code returned: a tensor shaped to broadcast into gigabytes
-    in the tests' own arithmetic would take this process down with the machine's memory, and the other
-    submissions in its pool with it. A soft limit on its data (``Limits.grader_mb``) makes such an
-    allocation fail, and the test with it; the sandbox it starts lifts the limit for itself."""
+    """:func:`grade`, under a soft data limit (a result that needs gigabytes in the tests fails, not the machine)."""
     cap, hard = task.settings.limits.grader_mb * 2**20, resource.getrlimit(resource.RLIMIT_DATA)[1]
     if cap:
         resource.setrlimit(resource.RLIMIT_DATA, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
@@ -180,22 +139,12 @@ def _overtime(signum, frame):
     raise _Overtime
 
 
-def _first_line(source: str) -> str:
-    line = next((x for x in source.strip().splitlines() if x.strip()), "")
-    return line[:40] + ("..." if len(line) > 40 else "")
-
-
 class _Grader:
     def __init__(self, config: Settings, sandbox: Sandbox, records: list[Record]):
         self.config, self.sandbox, self.records = config, sandbox, records
         self.ran: list[Record] = []  # cells that finished in the sandbox: replayed after a restart
-        self.restarts = 0
-        self.hello: dict = {}
-        self.cells_run = 0  # requests to run a cell, so far (the names bound for a test are those after them)
-        self.own_cells, self.own_seconds = 0, 0.0  # the student's own cells, bounded in number and time
-        self.replayed = 0.0  # seconds spent replaying cells after restarts (Settings.replay_seconds at most)
-
-    # --- pass 1: the sandbox ----------------------------------------------------------------------
+        # restarts; cells sent (a test's names are bound after them); own cells and seconds; seconds of replays
+        self.restarts, self.cells_run, self.own_cells, self.own_seconds, self.replayed = 0, 0, 0, 0.0, 0.0
 
     def start(self) -> None:
         """Start (or restart) the sandbox and replay the cells that finished before (Settings.replay_seconds in all)."""
@@ -203,24 +152,20 @@ class _Grader:
             if self.restarts > self.config.max_restarts:
                 raise SandboxFailure(f"your code stopped the sandbox {self.restarts} times: nothing more is run")
             if self.replayed >= self.config.replay_seconds:
-                raise SandboxFailure(
-                    f"your code stopped the sandbox {self.restarts} times, and running your cells again after "
-                    f"each took more than {self.config.replay_seconds:g} s in all: nothing more is run"
-                )
+                replays = f"running your cells again after each took more than {self.config.replay_seconds:g} s in all"
+                why = f"your code stopped the sandbox {self.restarts} times, and {replays}: nothing more is run"
+                raise SandboxFailure(why)
             if self.sandbox.generation:
                 self.restarts += 1
-            reply = self.sandbox.start()
-            self.hello = {k: reply.get(k) for k in ("uid", "pid", "rlimits")}
+            self.sandbox.start()
             began = time.monotonic()
             try:
                 for record in list(self.ran):
-                    step = record.step
-                    limit = self.config.limit(step.grade_id)
+                    cell = {"op": wire.Op.RUN_CELL, "source": _sandboxed(record.step)}
+                    limit = self.config.limit(record.step.grade_id)
                     left = self.config.replay_seconds - self.replayed - (time.monotonic() - began)
                     try:
-                        self.sandbox.request(
-                            {"op": wire.Op.RUN_CELL, "source": _sandboxed(step)}, timeout=min(limit, left)
-                        )
+                        self.sandbox.request(cell, timeout=min(limit, left))
                     except SandboxTimeout:
                         if left >= limit:
                             raise
@@ -246,11 +191,9 @@ class _Grader:
             if not step.kind.runs:  # text
                 continue
             if step.kind is Kind.SETUP:  # the source's read-only cells run in the grader's namespace too
-                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                    try:
-                        exec(compile(step.source, f"<{step.grade_id}>", "exec"), namespace)
-                    except Exception:  # a broken set-up cell fails the tests that need it
-                        pass
+                quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
+                with quiet[0], quiet[1], contextlib.suppress(Exception):  # a broken one fails the tests that need it
+                    exec(compile(step.source, f"<{step.grade_id}>", "exec"), namespace)
             self.run_cell(record)
             if step.kind is Kind.TEST:
                 bound = self.test(record, session, namespace, contract, bound)
@@ -263,10 +206,8 @@ class _Grader:
             self.own_cells += 1
             limit = min(limit, self.config.student_seconds - self.own_seconds)
             if self.own_cells > MAX_STUDENT_CELLS or limit <= 0:
-                record.failure = (
-                    f"was not run: your own cells beyond the answers are limited to "
-                    f"{MAX_STUDENT_CELLS} and {self.config.student_seconds:g} s in all"
-                )
+                limits = f"{MAX_STUDENT_CELLS} and {self.config.student_seconds:g} s in all"
+                record.failure = f"was not run: your own cells beyond the answers are limited to {limits}"
                 return
         try:
             if self.sandbox.process is None or self.sandbox.process.poll() is not None:
@@ -286,27 +227,20 @@ class _Grader:
                 self.own_seconds += time.monotonic() - started
         self.ran.append(record)
         record.outputs = _outputs(reply.get("outputs"))
-        error = reply.get("error")
-        record.error = _error_text(error) if error else ""
         if step.kind is Kind.TEST:
-            record.sandbox_passed = error is None
+            record.sandbox_passed = reply.get("error") is None
 
     def test(self, record: Record, session: Session, namespace: dict, contract: list[str], bound):
         """One test cell, whole, here; returns when the names were bound (see :meth:`run`)."""
-        step = record.step
-        limit = self.config.limit(step.grade_id)
-        session.limit = limit
-        session.deadline = time.monotonic() + limit
-        out, err = io.StringIO(), io.StringIO()
+        step, out, err = record.step, io.StringIO(), io.StringIO()
+        session.limit = self.config.limit(step.grade_id)
+        session.deadline = time.monotonic() + session.limit
         try:
             if bound != (session.generation, self.cells_run) or session.sandbox.process is None:
                 session.ensure_running()
-                values = session.names(contract)
-                for name in contract:
-                    if name in values:
-                        namespace[name] = values[name]
-                    else:
-                        namespace.pop(name, None)
+                for name in contract:  # a name the student did not define is not bound at all
+                    namespace.pop(name, None)
+                namespace.update(session.names(contract))
                 bound = (session.generation, self.cells_run)
             code = _compile_test(step)
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -315,14 +249,13 @@ class _Grader:
         except SandboxFailure as error:  # a crash, a time limit or an unreadable value (UnreadableFailure)
             record.passed, record.message, record.sandbox_failed = False, str(error), True
         except Exception as error:
-            record.passed = False
-            record.message = _failure_message(error, step)
+            record.passed, record.message = False, _failure_message(error, step)
         record.test_output = _cap(out.getvalue()) if step.visible == step.source else ""
         record.wrote_stderr = bool(err.getvalue())
         return bound
 
 
-def _sandboxed(step: notebook.Step) -> str:
+def _sandboxed(step: Step) -> str:
     return step.visible if step.kind is Kind.TEST else step.source
 
 
@@ -332,14 +265,14 @@ def _why(error: SandboxError) -> str:
     return f"stopped the sandbox ({error}): the rest is graded"
 
 
-def _compile_test(step: notebook.Step):
+def _compile_test(step: Step):
     name = f"<{step.grade_id}>"
     if step.visible == step.source:  # no hidden part: its lines may appear in tracebacks
         linecache.cache[name] = (len(step.source), None, step.source.splitlines(True), name)
     return compile(step.source, name, "exec")
 
 
-def _failure_message(error: Exception, step: notebook.Step) -> str:
+def _failure_message(error: Exception, step: Step) -> str:
     text = f"{type(error).__name__}: {error}"
     if isinstance(error, StudentError) and error.student_traceback:
         text += "\n\nIn your code:\n" + error.student_traceback
@@ -356,36 +289,25 @@ def _outputs(outputs) -> list[dict]:
     for o in outputs if type(outputs) is list else []:
         if type(o) is not dict:
             continue
-        if o.get("type") == wire.Output.STREAM and o.get("name") in ("stdout", "stderr"):
+        if o.get("type") == "stream" and o.get("name") in ("stdout", "stderr"):
             kept.append({"type": "stream", "name": o["name"], "text": _cap(str(o.get("text", "")))})
-        elif o.get("type") == wire.Output.DISPLAY and type(o.get("data")) is dict:
-            data = {
-                k: _cap(str(v), 2_000_000 if k == "image/png" else MAX_OUTPUT_CHARS)
-                for k, v in o["data"].items()
-                if k in ("text/plain", "text/html", "image/png")
-            }
+        elif o.get("type") == "display" and type(o.get("data")) is dict:
+            shown = {"text/plain": MAX_OUTPUT_CHARS, "text/html": MAX_OUTPUT_CHARS, "image/png": 2_000_000}
+            data = {k: _cap(str(v), shown[k]) for k, v in o["data"].items() if k in shown}
             kept.append({"type": "display", "data": data})
     return kept[:50]
 
 
-def _error_text(error) -> str:
-    if type(error) is not dict:
-        return "an error"
-    return _cap(f"{str(error.get('type'))[:100]}: {error.get('message', '')}", 4000)
-
-
 def _cap(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
     """Student text as the grader keeps it: valid, and at most ``limit`` characters."""
-    return notebook.valid_text(wire.cap(text, limit))
+    return valid_text(wire.cap(text, limit))
 
 
 def main() -> None:
-    """``python -m word2bert_grader.harness``: one task as JSON on stdin (bytes in base64), its result on stdout."""
-    import json
+    """``python -m word2bert_grader.remote.harness``: a task as JSON on stdin, its result as JSON on stdout."""
     import sys
 
-    result = grade_in_own_process(Submission.from_json(json.load(sys.stdin)["task"]))
-    sys.stdout.write(json.dumps(result.to_json()))
+    sys.stdout.write(grade_in_own_process(Submission.model_validate_json(sys.stdin.buffer.read())).model_dump_json())
 
 
 if __name__ == "__main__":

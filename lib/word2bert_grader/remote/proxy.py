@@ -1,33 +1,17 @@
-"""The grader's side of a sandbox: what the student defined, as proxies that tests can call.
-
-Tests run in the grader's own process, never in the student's. A test that calls ``sgns_loss(c, o, n)``
-calls a :class:`RemoteFunction`: the arguments go to the sandbox as data, the student's function
-runs there, and what comes back is rebuilt as plain values by :mod:`wire`. What a test expects of an
-ordinary call still holds:
-
-- arguments the student's code changed in place are changed here too, so tests see mutation;
-- the global random state (Python's and torch's) is sent with every call, so code that ignores
-  the generator it was given still gives itself away; the student's code never sets the grader's;
-- gradients flow: a call whose inputs need gradients is one node of the grader's autograd graph
-  (:class:`_RemoteCall`), whose backward asks the sandbox for the gradients;
-- a student ``nn.Module`` is mirrored by a real module here (:mod:`word2bert_grader.mirror`);
-- an exception raised by the student's code is raised here as the same built-in type, with the
-  student's message; a crash or a time-out is a :class:`SandboxFailure`, which tests cannot catch
-  with ``except Exception``.
-"""
-
-from __future__ import annotations
+"""The grader's side of a sandbox: what the student defined, as proxies the tests call as if it were here (data in,
+changes in place back, gradients across, exceptions as their built-in types, a crash a :class:`SandboxFailure`)."""
 
 import builtins
+import functools
 import random
 import time
 
 import torch
 from torch import nn
 
-from word2bert_grader import wire
-from word2bert_grader.mirror import Mirror, RemoteMethod, RemoteModule, handle_ok, identifier
-from word2bert_grader.sandbox import Sandbox, SandboxError, SandboxTimeout
+from word2bert_grader.remote.mirror import Mirror, RemoteMethod, RemoteModule, handle_ok, identifier
+from word2bert_grader.sandbox import wire
+from word2bert_grader.sandbox.process import Sandbox, SandboxError, SandboxTimeout
 
 
 class StudentError(Exception):
@@ -41,19 +25,15 @@ class SandboxFailure(BaseException):
 
 
 class UnreadableFailure(SandboxFailure):
-    """What the student's code defined or returned has a shape the grader cannot read back. Reported as exactly
-    that, never as tampering: the grader never saw the value the student's kernel tested."""
+    """What the student's code gave has a shape the grader cannot read: said so, never called tampering."""
 
 
 class Session:
     """One submission's sandbox, as the tests see it."""
 
     def __init__(self, sandbox: Sandbox, restart=None):
-        self.sandbox = sandbox
+        self.sandbox, self.mirror, self.deadline, self.limit = sandbox, Mirror(self), float("inf"), 0.0
         self.restart = restart  # called to bring a dead sandbox back (re-running the student's cells)
-        self.deadline = float("inf")
-        self.limit = 0.0
-        self.mirror = Mirror(self)
         self._released_calls: list[int] = []
         self._current_decoder = None  # the reply being decoded (module descriptions read tensors from it)
         self._encoding_modules: dict[int, nn.Module] = {}
@@ -61,8 +41,6 @@ class Session:
     @property
     def generation(self) -> int:
         return self.sandbox.generation
-
-    # --- requests ---------------------------------------------------------------------------------
 
     def ensure_running(self) -> None:
         if self.sandbox.process is None or self.sandbox.process.poll() is not None:
@@ -91,34 +69,27 @@ class Session:
             raise student_exception(reply.get("error"))
         return reply, tensors
 
-    # --- names ------------------------------------------------------------------------------------
-
     def names(self, names: list[str]) -> dict[str, object]:
         """The student's values of ``names`` (data, or proxies); names the student did not define are absent."""
         reply, tensors = self.request({"op": wire.Op.NAMES, "names": names})
         found = reply.get("names")
         if type(found) is not dict:
             raise SandboxFailure("the sandbox's reply did not say what your notebook defines")
-        decoder = self._current_decoder = wire.Decoder(tensors, self._proxy)
-        out = {}
-        for name in names:
-            if name in found:
-                try:
-                    out[name] = decoder.decode(found[name])
-                except (wire.WireError, KeyError, TypeError, ValueError) as error:
-                    out[name] = Unreadable(name, str(error))
+        decoder, out = wire.Decoder(tensors, self._proxy), {}
+        self._current_decoder = decoder
+        for name in (n for n in names if n in found):
+            try:
+                out[name] = decoder.decode(found[name])
+            except (wire.WireError, KeyError, TypeError, ValueError) as error:
+                out[name] = Unreadable(name, str(error))
         return out
-
-    # --- calls ------------------------------------------------------------------------------------
 
     def call(self, target, method: str | None, args: tuple, kwargs: dict):
         """Call ``target`` (a proxy), or its ``method``, in the sandbox, as if it were here."""
         self.ensure_running()
         if target._w2b_generation != self.generation:
-            raise SandboxFailure(
-                "this object was made before the sandbox restarted (your code crashed or ran "
-                "past its time limit earlier), so it is gone"
-            )
+            why = "your code crashed or ran past its time limit earlier"
+            raise SandboxFailure(f"this object was made before the sandbox restarted ({why}), so it is gone")
         encoder = wire.Encoder(self._unproxy)
         modules: dict[int, nn.Module] = {}
         self._collect_modules(target, modules)
@@ -128,29 +99,15 @@ class Session:
             enc_kwargs = encoder.encode(dict(kwargs))
         except TypeError as error:
             raise TypeError(f"the grader cannot pass this to your code: {error}") from None
-        rng = {"torch": encoder.encode(torch.get_rng_state()), "random": encoder.encode(_global_random())}
+        (copy := random.Random()).setstate(random.getstate())  # the global state, sent by value
+        rng = {"torch": encoder.encode(torch.get_rng_state()), "random": encoder.encode(copy)}
         states = [wire.module_state(h, m, encoder) for h, m in modules.items()]
-        inputs = [
-            (name, t)
-            for name, t, _ in wire.tensors_in(tuple(args), enc_args) + wire.tensors_in(dict(kwargs), enc_kwargs)
-            if t.requires_grad
-        ]
-        params = [
-            ((h, n), p)
-            for h, m in modules.items()
-            for n, p in m._parameters.items()
-            if p is not None and p.requires_grad
-        ]
-        header = {
-            "op": wire.Op.CALL,
-            "target": target._w2b_handle,
-            "method": method,
-            "args": enc_args,
-            "kwargs": enc_kwargs,
-            "rng": rng,
-            "modules": states,
-            "grad": torch.is_grad_enabled(),
-        }
+        found = wire.tensors_in(tuple(args), enc_args) + wire.tensors_in(dict(kwargs), enc_kwargs)
+        inputs = [(name, t) for name, t, _ in found if t.requires_grad]
+        params = [((h, n), p) for h, m in modules.items() for n, p in m._parameters.items() if p is not None]
+        params = [(key, p) for key, p in params if p.requires_grad]
+        header = dict(op=wire.Op.CALL, target=target._w2b_handle, method=method, args=enc_args, kwargs=enc_kwargs)
+        header.update(rng=rng, modules=states, grad=torch.is_grad_enabled())
         call = _Call(self, header, encoder, args, kwargs, modules, inputs, params)
         try:
             if torch.is_grad_enabled() and (inputs or params):
@@ -159,8 +116,7 @@ class Session:
             call.run()
             return call.result
         finally:
-            # The student's code may have drawn random numbers; move the grader's streams on by a step of
-            # its own, so that the next call does not see the same state (never the student's state).
+            # move the grader's random streams on by a step of their own (never taking the student's state)
             torch.randint(0, 2, (1,))
             random.random()
 
@@ -181,12 +137,8 @@ class Session:
             return {"$handle": value._w2b_handle}
         if isinstance(value, (RemoteFunction, RemoteObject)) or getattr(value, "_w2b_class", None):
             return {"$handle": value._w2b_handle}
-        raise TypeError(
-            f"cannot send a {type(value).__name__} (data only: tensors, numbers, strings, lists, "
-            "tuples, dicts, random.Random, torch.Generator, and objects of your own code)"
-        )
-
-    # --- handles to proxies -----------------------------------------------------------------------
+        data = "tensors, numbers, strings, lists, tuples, dicts, random.Random, torch.Generator, objects of your code"
+        raise TypeError(f"cannot send a {type(value).__name__} (data only: {data})")
 
     def _proxy(self, spec: dict):
         h, kind, name = spec.get("$handle"), spec.get("kind"), identifier(spec.get("name"))
@@ -197,10 +149,10 @@ class Session:
         if kind == wire.HandleKind.CLASS:
             if spec.get("base") is not None:
                 return self.mirror.module_class(h, name, spec["base"])
-            return RemoteClass(self, h, name)
+            return RemoteFunction(self, h, name, "class")
         if kind == wire.HandleKind.MODULE:
             return self.mirror.tree(spec.get("tree"), self._current_decoder)
-        return RemoteObject(self, h, name, str(spec.get("repr", ""))[:200])
+        return RemoteObject(self, h, name)
 
 
 class _Call:
@@ -210,11 +162,8 @@ class _Call:
         self.session, self.header, self.tensors = session, header, encoder.tensors
         # the lists and dicts of the arguments, numbered as the sandbox does, and their sizes
         self.arguments, self.sizes = encoder.containers, encoder.sizes
-        self.args, self.kwargs, self.modules = args, kwargs, modules
-        self.inputs, self.params = inputs, params
-        self.result = None
-        self.grad_outputs: list[torch.Tensor] = []
-        self.call_id = None
+        self.args, self.kwargs, self.modules, self.inputs, self.params = args, kwargs, modules, inputs, params
+        self.result, self.grad_outputs, self.call_id = None, [], None
 
     def run(self) -> None:
         session = self.session
@@ -229,13 +178,11 @@ class _Call:
             _write_back(self.args, decoder.decode(reply.get("args")))
             _write_back(self.kwargs, decoder.decode(reply.get("kwargs")))
             session.mirror.refresh(reply.get("modules") or [], decoder)
-        except (wire.WireError, KeyError, TypeError, ValueError, RuntimeError) as error:
-            raise UnreadableFailure(
-                f"what your code returned could not be read by the grader ({str(error)[:200]})"
-            ) from None
-        self.grad_outputs = [
-            t for _, t, marked in wire.tensors_in(self.result, reply.get("result")) if marked and t.is_floating_point()
-        ]
+        except (wire.WireError, KeyError, TypeError, ValueError, RuntimeError) as e:
+            why = f"what your code returned could not be read by the grader ({str(e)[:200]})"
+            raise UnreadableFailure(why) from None
+        marked = wire.tensors_in(self.result, reply.get("result"))
+        self.grad_outputs = [t for _, t, grad in marked if grad and t.is_floating_point()]
         self.call_id = reply.get("call") if type(reply.get("call")) is int else None
 
     def result_with(self, outputs) -> object:
@@ -248,11 +195,8 @@ class _Call:
         if self.call_id is None:
             return [None] * len(wanted)
         encoder = wire.Encoder()
-        header = {
-            "op": wire.Op.BACKWARD,
-            "call": self.call_id,
-            "grads": [None if g is None else encoder.encode(g.contiguous()) for g in grads],
-        }
+        encoded = [None if g is None else encoder.encode(g.contiguous()) for g in grads]
+        header = {"op": wire.Op.BACKWARD, "call": self.call_id, "grads": encoded}
         reply, tensors = self.session.request(header, encoder.tensors)
         decoder = wire.Decoder(tensors)
         keys = {key for key, _ in wanted}  # only these are kept: a key built to collide costs a lookup, no more
@@ -264,10 +208,8 @@ class _Call:
             for h, n, g in reply.get("params") or []:
                 if (h, n) in keys:
                     found[(h, n)] = None if g is None else decoder.decode(g)
-        except (wire.WireError, TypeError, ValueError) as error:
-            raise UnreadableFailure(
-                f"your code's gradients could not be read by the grader ({str(error)[:200]})"
-            ) from None
+        except (wire.WireError, TypeError, ValueError) as e:
+            raise UnreadableFailure(f"your code's gradients could not be read by the grader ({str(e)[:200]})") from None
         out = []
         for key, t in wanted:
             g = found.get(key)
@@ -296,32 +238,24 @@ class _RemoteCall(torch.autograd.Function):
 
 
 class RemoteFunction:
-    """A function (or any callable) the student defined."""
+    """A function (or any callable) the student defined; a class that is not a torch module (``kind`` "class")."""
 
-    def __init__(self, session: Session, handle: int, name: str):
-        self._w2b_session, self._w2b_handle, self.__name__ = session, handle, name
-        self._w2b_generation = session.generation
-        self.__qualname__ = name
+    def __init__(self, session: Session, handle: int, name: str, kind: str = "function"):
+        self._w2b_session, self._w2b_handle, self._w2b_kind, self.__name__ = session, handle, kind, name
+        self._w2b_generation, self.__qualname__ = session.generation, name
 
     def __call__(self, *args, **kwargs):
         return self._w2b_session.call(self, None, args, kwargs)
 
     def __repr__(self) -> str:
-        return f"<student function {self.__name__}>"
-
-
-class RemoteClass(RemoteFunction):
-    """A class of the student's that is not a torch module: calling it makes a :class:`RemoteObject`."""
-
-    def __repr__(self) -> str:
-        return f"<student class {self.__name__}>"
+        return f"<student {self._w2b_kind} {self.__name__}>"
 
 
 class RemoteObject:
     """An object of the student's that is not data: its methods can be called, nothing else."""
 
-    def __init__(self, session: Session, handle: int, type_name: str, text: str):
-        self._w2b_session, self._w2b_handle, self._w2b_type, self._w2b_repr = session, handle, type_name, text
+    def __init__(self, session: Session, handle: int, type_name: str):
+        self._w2b_session, self._w2b_handle, self._w2b_type = session, handle, type_name
         self._w2b_generation = session.generation
 
     def __getattr__(self, name: str):
@@ -347,31 +281,20 @@ def student_exception(error) -> BaseException:
     """The student's exception, rebuilt as a subclass of its nearest built-in exception type."""
     if type(error) is not dict:
         return SandboxFailure("the sandbox reported an error without saying what it was")
-    name = identifier(error.get("type"))
-    message = str(error.get("message", ""))[:4000]
-    base = Exception
-    for candidate in error.get("bases") or []:
-        cls = getattr(builtins, str(candidate), None)
-        if (
-            isinstance(cls, type)
-            and issubclass(cls, Exception)
-            and not issubclass(cls, (StopIteration, StopAsyncIteration, Warning))
-        ):
-            base = cls
-            break
-    exception = _exception_class(name, base)(message)
+    kinds = [getattr(builtins, str(c), None) for c in error.get("bases") or []]
+    kinds = [k for k in kinds if isinstance(k, type) and issubclass(k, Exception) and not issubclass(k, _NEVER)]
+    kind = _exception_class(identifier(error.get("type")), next(iter(kinds), Exception))
+    exception = kind(str(error.get("message", ""))[:4000])
     exception.student_traceback = str(error.get("traceback", ""))[:20_000]
     return exception
 
 
-_EXCEPTION_CLASSES: dict[tuple[str, type], type] = {}
+_NEVER = (StopIteration, StopAsyncIteration, Warning)  # built-in types a rebuilt exception never takes
 
 
+@functools.cache
 def _exception_class(name: str, base: type) -> type:
-    if (name, base) not in _EXCEPTION_CLASSES:
-        bases = (StudentError,) if base is Exception else (base, StudentError)
-        _EXCEPTION_CLASSES[name, base] = type(name, bases, {"__module__": "student"})
-    return _EXCEPTION_CLASSES[name, base]
+    return type(name, (StudentError,) if base is Exception else (base, StudentError), {"__module__": "student"})
 
 
 def _write_back(original, after) -> None:
@@ -418,8 +341,7 @@ def _device_of(args, kwargs, modules: dict) -> torch.device:
 
 
 def _map_tensors(value, fn):
-    """``value`` with ``fn`` applied to its tensors; a list or dict whose items all stay the same objects is kept (it
-    may be the caller's own argument, returned)."""
+    """``value`` with ``fn`` applied to its tensors; a list or dict left the same is kept (it may be an argument)."""
     if isinstance(value, torch.Tensor):
         return fn(value)
     if type(value) is list:
@@ -431,9 +353,3 @@ def _map_tensors(value, fn):
         mapped = {k: _map_tensors(v, fn) for k, v in value.items()}
         return value if all(mapped[k] is v for k, v in value.items()) else mapped
     return value
-
-
-def _global_random() -> random.Random:
-    rng = random.Random()
-    rng.setstate(random.getstate())
-    return rng

@@ -1,17 +1,9 @@
-"""Starts bubblewrap for one sandbox: ``python -I -S launch.py SPEC``, run by :mod:`word2bert_grader.sandbox`.
-
-It runs before any student code, as the grader's user, and imports nothing but the standard library:
-
-1. it joins the sandbox's cgroups (the grader's user made them), so that everything bubblewrap starts is in them;
-2. where the grader runs as root, it becomes an unprivileged user of this sandbox's own (``spec["uid"]``: no
-   groups, no capabilities), so that bubblewrap's user namespace maps the student to that uid and never to host
-   root: a write checked against the uid (``/proc/sys``, files owned by root) is refused, and the per-user kernel
-   quotas (processes, inotify instances, pipe buffers) are the sandbox's alone. That user may not reach the
-   paths the sandbox shows (Python under /root, which is 0700, say), so first, in a mount namespace of this
-   process's own, each of them (``spec["stage"]``) is bound under a tmpfs at /mnt, where bubblewrap finds them;
-3. it execs bubblewrap (``spec["argv"]``).
-
-Nothing here changes the host: the mounts live in a namespace that ends with bubblewrap.
+"""Starts bubblewrap for one sandbox: ``python -I -S launch.py SPEC``, before any student code, as the grader's user,
+with nothing but the standard library. It joins the sandbox's cgroups; where the grader is root, it becomes an
+unprivileged uid of this sandbox's own (``spec["uid"]``: no groups, no capabilities), so that bubblewrap maps the
+student to it and never to host root (a write checked against the uid, ``/proc/sys`` say, is refused; per-user
+quotas are the sandbox's own), having first bound the paths the sandbox shows (Python under /root, say) under /mnt
+in a mount namespace of its own, where that uid reaches them; then it execs bubblewrap. Nothing on the host changes.
 """
 
 import ctypes

@@ -1,30 +1,14 @@
-"""When a submission came in, how late it was, and what that costs, with nbgrader's late-penalty semantics.
-
-The due dates, extensions and policy are ``course.toml``'s (:mod:`word2bert_grader.course`). The time of a
-submission is, in this order:
-
-1. ``submitted/<student>/<assignment>/timestamp.txt``, nbgrader's own file (one line: a date-time with an
-   offset or a zone name): the collector writes it from the LMS's metadata (Moodle's grading worksheet), and an
-   instructor may write one by hand;
-2. Canvas's mark: a download that Canvas names ``..._LATE_...`` was late by Canvas's own due date, one without
-   it was not (Canvas's download names carry no time, and the files in its zip carry the time of the zip);
-3. else the notebook file's time (the collector gives it the download's time: the file's, or its zip member's).
-
-The penalty follows nbgrader's ``LateSubmissionPlugin``: "none"; "zero" (a late submission scores zero); and
-"per_hour", nbgrader's example plugin (``round(hours late)`` times the points per hour). As nbgrader does, a
-penalty is at least 0 and at most the score. A time in the future (a wrong clock or wrong metadata) is
-reported and costs nothing.
-"""
-
-from __future__ import annotations
+"""When a submission came in (nbgrader's ``timestamp.txt``, Canvas's LATE mark, else the notebook's time), how late
+it was, and what that costs under nbgrader's late-penalty semantics ("none", "zero", "per_hour")."""
 
 import json
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from word2bert_grader.course import Course
+from word2bert_grader.intake.course import Course
 
 TIMESTAMP = "timestamp.txt"  # nbgrader's name
 LMS_RECORD = "lms.json"  # what the collector learnt from the LMS (lms.Record)
@@ -51,21 +35,21 @@ class Lateness:
             return 0.0
         if self.method == "zero":
             return max(score, 0.0)
-        if self.seconds_late is None:
-            return 0.0  # per hour, but by how many hours is unknown: said in the note
+        if self.seconds_late is None:  # per hour, but by how many hours is unknown: said in the note
+            return 0.0
         return min(max(self.points_per_hour * round(self.seconds_late / 3600, 0), 0.0), max(score, 0.0))
 
     def describe(self) -> str:
         """One line for grades.csv, the feedback page and the export."""
         if self.due is None:
             return ""
-        when = _shown(self.submitted) if self.submitted else "at an unknown time"
+        when, due = _shown(self.submitted) if self.submitted else "at an unknown time", _shown(self.due)
         if self.seconds_late == 0:
-            text = f"submitted {when}, by the due date {_shown(self.due)}"
+            text = f"submitted {when}, by the due date {due}"
         elif self.seconds_late is None:
-            text = f"late ({self.source}), due {_shown(self.due)}"
+            text = f"late ({self.source}), due {due}"
         else:
-            text = f"submitted {when}, {self.seconds_late / 3600:.1f} hours after the due date {_shown(self.due)}"
+            text = f"submitted {when}, {self.seconds_late / 3600:.1f} hours after the due date {due}"
         return text + (f"; {self.note}" if self.note else "")
 
 
@@ -75,31 +59,33 @@ def assess(course: Course, student: str, assignment: str, folder: Path, now: dat
     submitted, source, flag = submission_time(folder, course)
     due = due.astimezone(course.timezone) if due else None
     submitted = submitted.astimezone(course.timezone) if submitted else None
-    policy = {"method": course.late.method, "points_per_hour": course.late.points_per_hour}
-    now = now or datetime.now(UTC)
+    late = {"method": course.late.method, "points_per_hour": course.late.points_per_hour}
+    seconds, note = 0.0, ""
     if due is None:
-        return Lateness(submitted, source, None, 0.0, **policy)
-    if submitted is not None and submitted > now + FUTURE_SLACK:
+        return Lateness(submitted, source, None, 0.0, **late)
+    if submitted is not None and submitted > (now or datetime.now(UTC)) + FUTURE_SLACK:
         note = f"its time {_shown(submitted)} ({source}) is in the future: taken as on time"
-        return Lateness(submitted, source, due, 0.0, note=note, **policy)
-    if submitted is None and flag is not None:
-        if not flag:
-            return Lateness(None, source, due, 0.0, **policy)
-        note = ""
+    elif submitted is None and flag:
+        seconds = None
         if course.late.method == "per_hour":
             note = (
                 "Canvas gives no time in its downloads: no per-hour penalty applied (write the time into "
                 f"submitted/{student}/{assignment}/{TIMESTAMP} to apply one)"
             )
-        return Lateness(None, source, due, None, note=note, **policy)
-    if submitted is None:
-        return Lateness(None, source, due, 0.0, note="its time is unknown: taken as on time", **policy)
-    return Lateness(submitted, source, due, max((submitted - due).total_seconds(), 0.0), **policy)
+    elif submitted is None and flag is None:
+        note = "its time is unknown: taken as on time"
+    elif submitted is not None:
+        seconds = max((submitted - due).total_seconds(), 0.0)
+    return Lateness(submitted, source, due, seconds, note=note, **late)
 
 
 def submission_time(folder: Path, course: Course) -> tuple[datetime | None, str, bool | None]:
     """(time or None, where it came from, Canvas's LATE mark or None) of a submission folder."""
-    flag = _lms_flag(folder / LMS_RECORD)
+    try:
+        record = json.loads((folder / LMS_RECORD).read_text(encoding="utf-8"))
+        flag = record.get("late") if isinstance(record, dict) and isinstance(record.get("late"), bool) else None
+    except (OSError, ValueError):
+        flag = None
     stamp = folder / TIMESTAMP
     if stamp.is_file() and not stamp.is_symlink():
         when = parse_time(stamp.read_text(encoding="utf-8", errors="replace")[:200], course)
@@ -115,32 +101,16 @@ def submission_time(folder: Path, course: Course) -> tuple[datetime | None, str,
 
 
 def parse_time(text: str, course: Course) -> datetime | None:
-    """nbgrader's timestamp: ISO 8601 with or without an offset, or followed by a zone name
-    (``2015-02-02 14:58:23.948203 America/Los_Angeles``); without either, in the course's zone."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    text = text.strip()
-    zone = course.timezone
+    """nbgrader's timestamp: ISO 8601, perhaps then a zone name; without an offset, in the course's zone."""
+    text, zone = text.strip(), course.timezone
     head, _, tail = text.rpartition(" ")
-    if head and ("/" in tail or tail in ("UTC", "GMT")):
-        try:
-            zone, text = ZoneInfo(tail), head
-        except (ZoneInfoNotFoundError, ValueError):
-            return None
     try:
+        if head and ("/" in tail or tail in ("UTC", "GMT")):
+            zone, text = ZoneInfo(tail), head
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+    except (ZoneInfoNotFoundError, ValueError):
         return None
     return when if when.tzinfo else when.replace(tzinfo=zone)
-
-
-def _lms_flag(path: Path) -> bool | None:
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    late = record.get("late") if isinstance(record, dict) else None
-    return late if isinstance(late, bool) else None
 
 
 def _shown(when: datetime) -> str:

@@ -1,31 +1,5 @@
-"""The data-only channel between the trusted grader and a sandboxed submission.
-
-A message is one frame: an 8-byte length and a JSON header, then an 8-byte length and a safetensors
-blob holding every tensor the header names. Values are encoded as JSON with tagged objects:
-
-    None, bool, int, float, str       as themselves
-    list, tuple, dict                 {"$list": [...]}, {"$tuple": [...]}, {"$dict": [[k, v], ...]}
-                                      (their subclasses too, as the base type: a namedtuple, torch.return_types,
-                                      an OrderedDict; read from the base type's own storage, so an override of
-                                      ``__iter__`` or ``__eq__`` crosses nothing but the items)
-    torch.Tensor                      {"$tensor": "t3", "grad": false}   (a dense CPU tensor)
-    torch.Size, dtype, device         {"$size": [...]}, {"$dtype": "float32"}, {"$device": "cpu"}
-    numpy array                       {"$ndarray": "t4"}
-    random.Random, torch.Generator    {"$random": state}, {"$generator": "t5"}   (their state, by value)
-    an object that is not data        {"$handle": 7, ...}   (sandbox -> grader only: a name for it)
-    a list or dict of the arguments   {"$arg": 2}   (sandbox -> grader, in a call's result only: the argument itself,
-                                      so that a result that is its argument is one here too; each side numbers the
-                                      lists and dicts of a call's arguments in the order it encodes or decodes them)
-
-Nothing here unpickles, imports or executes anything it reads. :func:`decode` rebuilds plain values
-only and refuses anything else; the grader treats every frame from a sandbox as hostile input (its
-size is capped before it is read, its JSON nesting is bounded, safetensors checks its own header, and
-nothing in it can be built to take time out of proportion to its size: see :func:`distinct_hashes`).
-This file runs on both sides: it is copied read-only into each sandbox, so it imports nothing of
-the grader.
-"""
-
-from __future__ import annotations
+"""The data-only channel between the grader and a sandbox (README.md, "The wire"): nothing read is unpickled, imported
+or executed. It runs on both sides, bound read-only into each sandbox, so it imports nothing of the grader."""
 
 import json
 import random
@@ -49,63 +23,22 @@ class Op(StrEnum):
     RELEASE = "release"  # forget calls the grader no longer holds
 
 
-class HandleKind(StrEnum):
-    """What a handle (``{"$handle": h, "kind": ...}``) names, so that the grader knows which proxy to build."""
-
-    MODULE = "module"
-    CLASS = "class"
-    FUNCTION = "function"
-    OBJECT = "object"
-
-
-class Output(StrEnum):
-    """The ``"type"`` of a cell's output in a run_cell reply."""
-
-    STREAM = "stream"
-    DISPLAY = "display"
+# What a handle (``{"$handle": h, "kind": ...}``) names, so that the grader knows which proxy to build.
+HandleKind = StrEnum("HandleKind", {"MODULE": "module", "CLASS": "class", "FUNCTION": "function", "OBJECT": "object"})
 
 
 MAX_DEPTH = 64
 INT_LIMIT = 2**63  # integers are those of a tensor, int64: Python's hash is the identity on them, nearly
 MAX_SHARED_HASH = 8  # distinct dict keys with one hash (honest data: 2 at most, -1 and -2 say)
 MAX_HEADER = 8 * 2**20  # JSON becomes Python objects many times its size: kept well under the tensors' cap
-# values of the arguments that a result's references ({"$arg": n}) may stand for, in all: about what a header holds by
-# value, so that a few bytes naming a large argument many times cannot make the tests' work on the result unbounded
+# values that a result's references to its arguments ({"$arg": n}) may stand for, in all (a header's worth)
 MAX_REFERENCED = 2**22
-# torch.nn modules whose forward the grader runs itself from their attributes and tensors (see proxy.py); every
-# other module, torch's own included, runs its forward in the sandbox
+# torch.nn modules whose forward the grader runs itself; every other module's runs in the sandbox
 LOCAL_MODULES = frozenset(
-    {
-        "Linear",
-        "Bilinear",
-        "Identity",
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "Dropout3d",
-        "AlphaDropout",
-        "LayerNorm",
-        "Embedding",
-        "ReLU",
-        "GELU",
-        "Tanh",
-        "Sigmoid",
-        "SiLU",
-        "Softmax",
-        "LogSoftmax",
-        "LeakyReLU",
-        "ELU",
-        "Softplus",
-        "Flatten",
-        "Sequential",
-        "ModuleList",
-        "ModuleDict",
-    }
+    "Linear Bilinear Identity Dropout Dropout1d Dropout2d Dropout3d AlphaDropout LayerNorm Embedding ReLU GELU Tanh "
+    "Sigmoid SiLU Softmax LogSoftmax LeakyReLU ELU Softplus Flatten Sequential ModuleList ModuleDict".split()
 )
-_DTYPES = {
-    name: getattr(torch, name)
-    for name in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
-}
+_DTYPES = {n: getattr(torch, n) for n in "float64 float32 float16 bfloat16 int64 int32 int16 int8 uint8 bool".split()}
 
 
 class WireError(Exception):
@@ -180,14 +113,10 @@ class Encoder:
 
 
 def module_state(handle: int, module, encoder: Encoder) -> list:
-    """``[handle, training, parameters, buffers]``: the state of one mirrored module, as either side sends it
-    (the grader with a call, the sandbox with its reply)."""
-    return [
-        handle,
-        module.training,
-        {n: encoder.encode(p) for n, p in module._parameters.items() if p is not None},
-        {n: encoder.encode(b) for n, b in module._buffers.items() if b is not None},
-    ]
+    """``[handle, training, parameters, buffers]``: one mirrored module's state, as either side sends it."""
+    params = {n: encoder.encode(p) for n, p in module._parameters.items() if p is not None}
+    buffers = {n: encoder.encode(b) for n, b in module._buffers.items() if b is not None}
+    return [handle, module.training, params, buffers]
 
 
 def cap(text: str, limit: int) -> str:
@@ -199,11 +128,6 @@ def frame_bytes(header: dict, tensors: dict[str, torch.Tensor] | None = None) ->
     head = json.dumps(header, allow_nan=True).encode("utf-8")
     blob = save_tensors(tensors) if tensors else b""
     return struct.pack(">Q", len(head)) + head + struct.pack(">Q", len(blob)) + blob
-
-
-def write_frame(stream, header: dict, tensors: dict[str, torch.Tensor] | None = None) -> None:
-    stream.write(frame_bytes(header, tensors))
-    stream.flush()
 
 
 def read_frame(read_exactly, max_bytes: int) -> tuple[dict, dict[str, torch.Tensor]]:
@@ -229,11 +153,7 @@ def read_frame(read_exactly, max_bytes: int) -> tuple[dict, dict[str, torch.Tens
 
 
 class Decoder:
-    """Rebuilds plain values; ``handle(spec)`` turns a handle into the caller's proxy (None: refuse).
-
-    ``grad``: tensors marked as needing gradients come back as leaves that require them (the sandbox
-    side, where the student's function is differentiated); the grader reads the marks itself.
-    """
+    """Rebuilds plain values; ``handle(spec)`` makes the caller's proxy; ``grad``: marked tensors need gradients."""
 
     def __init__(self, tensors: dict[str, torch.Tensor], handle=None, grad: bool = False, arguments=(), sizes=()):
         self.tensors = tensors
@@ -246,8 +166,7 @@ class Decoder:
         self.containers: list = []  # every list and dict decoded, children first (as Encoder.containers)
 
     def tensor(self, name) -> torch.Tensor:
-        # Encoders name every reference anew, so a name read twice is a forged message (and a way
-        # to make the reader copy one large tensor many times).
+        # encoders name every tensor anew: a name read twice is forged (a way to copy one large tensor many times)
         if type(name) is not str or name not in self.tensors or name in self.used:
             raise WireError(f"unknown or repeated tensor {str(name)[:40]!r}")
         self.used.add(name)
@@ -274,8 +193,7 @@ class Decoder:
                 raise WireError(f"a result that names its arguments for more than {MAX_REFERENCED:,} values")
             return self.arguments[n]
         if "$list" in value:
-            made = [self.decode(v, depth + 1) for v in _items(value["$list"])]
-            self.containers.append(made)
+            self.containers.append(made := [self.decode(v, depth + 1) for v in _items(value["$list"])])
             return made
         if "$tuple" in value:
             return tuple(self.decode(v, depth + 1) for v in _items(value["$tuple"]))
@@ -289,8 +207,7 @@ class Decoder:
                     raise WireError(f"a dict key of type {type(key).__name__}")
                 pairs.append((key, self.decode(pair[1], depth + 1)))
             distinct_hashes([key for key, _ in pairs])
-            made = dict(pairs)
-            self.containers.append(made)
+            self.containers.append(made := dict(pairs))
             return made
         if "$tensor" in value:
             t = self.tensor(value["$tensor"])
@@ -299,26 +216,16 @@ class Decoder:
             return t
         if "$size" in value:
             return torch.Size([_int(d) for d in _items(value["$size"])])
-        if "$dtype" in value:
-            if value["$dtype"] not in _DTYPES:
-                raise WireError(f"unknown dtype {str(value['$dtype'])[:40]!r}")
-            return _DTYPES[value["$dtype"]]
-        if "$device" in value:
-            if value["$device"] not in ("cpu",):
-                raise WireError(f"unknown device {str(value['$device'])[:40]!r}")
-            return torch.device("cpu")
+        for tag, known in (("$dtype", _DTYPES), ("$device", {"cpu": torch.device("cpu")})):
+            if tag in value and value[tag] in known:
+                return known[value[tag]]
+            if tag in value:
+                raise WireError(f"unknown {tag[1:]} {str(value[tag])[:40]!r}")
         if "$random" in value:
-            state = _items(value["$random"])
-            if len(state) != 3:
-                raise WireError("a random.Random state has three parts")
-            rng = random.Random()
             try:
-                rng.setstate(
-                    (
-                        _int(state[0]),
-                        tuple(_int(v) for v in _items(state[1])),
-                        None if state[2] is None else float(state[2]),
-                    )
+                version, internal, gauss = _items(value["$random"])
+                (rng := random.Random()).setstate(
+                    (_int(version), tuple(_int(v) for v in _items(internal)), None if gauss is None else float(gauss))
                 )
             except (ValueError, TypeError, OverflowError) as error:
                 raise WireError(f"bad random.Random state ({error})") from None
@@ -348,8 +255,7 @@ def _int(value) -> int:
 
 
 def distinct_hashes(keys) -> None:
-    """Refuse keys built to share one hash (a dict of n of them takes n² steps to build: 250,000 tuple keys, an 8 MB
-    message, take hours). A hash is an int whose own hash it is, so counting them is linear."""
+    """Refuse dict keys built to share a hash (n of them take n² steps to build)."""
     if keys and max(Counter(map(hash, keys)).values()) > MAX_SHARED_HASH:
         raise WireError(f"more than {MAX_SHARED_HASH} dict keys with the same hash")
 
@@ -361,8 +267,7 @@ def _hashable(key) -> bool:
 
 
 def tensors_in(value, encoded) -> list[tuple[str, torch.Tensor, bool]]:
-    """(wire name, tensor, marked as needing gradients) of every tensor in ``value``, in order,
-    walking it beside its encoding ``encoded`` (both sides number tensors this way)."""
+    """(wire name, tensor, marked for gradients) of every tensor in ``value``, walked beside its encoding."""
     found = []
 
     def walk(v, e):

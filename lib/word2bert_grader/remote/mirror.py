@@ -1,51 +1,30 @@
-"""The grader's mirror of a student's ``nn.Module``: a real module in the grader's process, built from the
-sandbox's description of it (:meth:`word2bert_grader.runner.Runner.describe_module`).
-
-The mirror holds the module's parameters, buffers, submodules and plain attributes, so ``parameters()``,
-``eval()``, ``to()``, optimizers and ``isinstance(m, nn.Linear)`` work on it as on the student's module. Its
-``forward`` runs the student's code in the sandbox on the mirror's current parameters (the session sends them with
-every call, :func:`word2bert_grader.wire.module_state`), and torch's own layers inside it
-(:data:`word2bert_grader.wire.LOCAL_MODULES`) run here. Everything in a description is hostile input: names are
-checked, and nothing in it is imported or run.
-"""
-
-from __future__ import annotations
+"""The grader's mirror of a student's ``nn.Module``: a real module whose ``forward`` runs in the sandbox; the
+description it is built from is hostile input (names are checked, nothing is imported or run)."""
 
 import re
 
 import torch
 from torch import nn
 
-from word2bert_grader import wire
-from word2bert_grader.wire import LOCAL_MODULES
+from word2bert_grader.sandbox import wire
+from word2bert_grader.sandbox.wire import LOCAL_MODULES
 
 
 class Mirror:
-    """The mirrors of one session's student modules and module classes, by (sandbox generation, handle): a
-    module described again (after a call) is the same mirror, refreshed."""
+    """The mirrors of one session's modules and module classes, by (sandbox generation, handle)."""
 
     def __init__(self, session):
-        self.session = session  # calls go through it (:meth:`word2bert_grader.proxy.Session.call`)
+        self.session = session  # calls go through it (:meth:`remote.proxy.Session.call`)
         self._classes: dict[tuple[int, int], type] = {}
         self._mirrors: dict[tuple[int, int], nn.Module] = {}
 
     def module_class(self, h: int, name: str, base) -> type:
         key = (self.session.generation, h)
         if key not in self._classes:
-            # torch's own classes whose forward runs here are bases of the mirror (isinstance holds); any other's
-            # forward runs in the sandbox, on a plain module holding its parameters and buffers
+            # torch's own classes whose forward runs here are bases (isinstance holds); others' forward runs there
             base_cls = getattr(nn, base) if base in LOCAL_MODULES else nn.Module
-            self._classes[key] = type(
-                name,
-                (RemoteModule, base_cls),
-                {
-                    "_w2b_class": h,
-                    "_w2b_handle": h,
-                    "_w2b_session": self.session,
-                    "_w2b_generation": self.session.generation,
-                    "__module__": "student",
-                },
-            )
+            members = {"_w2b_class": h, "_w2b_handle": h, "_w2b_session": self.session, "__module__": "student"}
+            self._classes[key] = type(name, (RemoteModule, base_cls), {**members, "_w2b_generation": key[0]})
         return self._classes[key]
 
     def tree(self, tree, decoder) -> nn.Module:
@@ -57,9 +36,7 @@ class Mirror:
             if type(item) is not list or len(item) != 2 or not handle_ok(item[0]) or type(item[1]) is not dict:
                 raise wire.WireError("a bad module description")
             nodes[item[0]] = item[1]
-        built = {}
-        for h, node in nodes.items():
-            built[h] = self._node(h, node, decoder)
+        built = {h: self._node(h, node, decoder) for h, node in nodes.items()}
         for h, node in nodes.items():
             for child in node.get("children") or []:
                 if type(child) is not list or len(child) != 2 or child[1] not in built:
@@ -94,9 +71,8 @@ class Mirror:
         attrs = node.get("attrs") or {}
         if type(attrs) is not dict:
             raise wire.WireError("module attributes are not a dict")
-        # A plain attribute never shadows a parameter, buffer or submodule (torch's __setattr__ keeps them apart):
-        # one that did would be what a layer whose forward runs here (nn.Linear's weight) computes with, while the
-        # tests set and read the parameter.
+        # a plain attribute never shadows a parameter, buffer or submodule (as torch's __setattr__ keeps them apart:
+        # nn.Linear's forward here would compute with it while the tests set the parameter)
         members = {*module._parameters, *module._buffers, *module._modules}
         for k, v in attrs.items():
             k = _attribute(k)
@@ -182,8 +158,7 @@ def _load_state(module: nn.Module, params, buffers, decoder) -> None:
 
 
 def handle_ok(value) -> bool:
-    """A handle is a 64-bit int, as the runner numbers them: at most a few share a hash, so no dict of them can be built
-    to take time out of proportion to its size (see wire.distinct_hashes)."""
+    """A handle is a 64-bit int, as the runner numbers them (no dict of them can be built to be slow)."""
     return type(value) is int and 0 <= value < wire.INT_LIMIT
 
 

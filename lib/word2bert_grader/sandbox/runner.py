@@ -1,21 +1,5 @@
-"""The sandbox side: runs a student's cells, and calls into what they defined, on request.
-
-Started inside bubblewrap by :mod:`word2bert_grader.sandbox` as ``python runner.py IN_FD OUT_FD``.
-It reads requests from the grader on IN_FD and answers on OUT_FD, one :mod:`wire` frame each (:class:`wire.Op`):
-
-    hello       limits to impose on itself (before any student code runs); answers what it measured
-    run_cell    run one cell with IPython; answers its outputs and error
-    names       what the given global names are: data (by value), or a handle to a function, class...
-    call        call a function, class, module or method by handle with data arguments; answers the
-                result, the arguments as they are afterwards (to see mutation), the modules' state
-    backward    gradients of an earlier call's outputs, for the grader's autograd
-    release     forget the graphs of earlier calls (the grader's proxies of them are gone)
-
-Everything in this process is the student's to change, this file included: the grader trusts none
-of it. It only reads what comes back as data, and scores with its own code.
-"""
-
-from __future__ import annotations
+"""The sandbox side: runs a student's cells and calls into what they defined, answering each request of the grader
+(a :class:`wire.Op`) with ``op_<name>``. Everything here is the student's to change: the grader trusts none of it."""
 
 import io
 import os
@@ -45,17 +29,16 @@ class _NoLibrary:
     def find_spec(self, name, path=None, target=None):
         __tracebackhide__ = True  # noqa: F841 (IPython leaves this frame out of the student's traceback)
         if name.split(".")[0] in ("word2bert", "word2bert_grader"):
-            raise ImportError(
-                f"{name} is not available while grading: answers are graded as your own "
-                "code, written with torch, math and random (the tests import the library "
-                "themselves where they need it)"
+            own = (
+                "code, written with torch, math and random (the tests import the library themselves where they need it)"
             )
+            raise ImportError(f"{name} is not available while grading: answers are graded as your own {own}")
         return None
 
 
 class Runner:
     def __init__(self, fd_in: int, fd_out: int):
-        self.fd_in = fd_in
+        self.inp = os.fdopen(fd_in, "rb")
         self.out = os.fdopen(fd_out, "wb", buffering=0)
         self.objects: dict[int, object] = {}
         self.ids: dict[int, int] = {}  # id(obj) -> handle, so one object keeps one handle
@@ -64,17 +47,11 @@ class Runner:
         self.shell = None
         self.encoder = None  # the message being encoded (module handles put their tensors in it)
 
-    # --- the loop ---------------------------------------------------------------------------------
-
     def read_exactly(self, n: int) -> bytes:
-        chunks, left = [], n
-        while left:
-            chunk = os.read(self.fd_in, min(left, 1 << 20))
-            if not chunk:
-                raise EOFError
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        data = self.inp.read(n)  # a buffered read: n bytes, or fewer at the end of the stream
+        if len(data) < n:
+            raise EOFError
+        return data
 
     def serve(self) -> None:
         while True:
@@ -86,13 +63,10 @@ class Runner:
                 reply, out_tensors = getattr(self, f"op_{wire.Op(header.get('op'))}")(header, tensors)
             except BaseException as error:  # a failure of this request (SystemExit too), reported as data
                 reply, out_tensors = {"ok": False, "error": describe(error)}, {}
-            wire.write_frame(self.out, reply, out_tensors)
-
-    # --- requests ---------------------------------------------------------------------------------
+            self.out.write(wire.frame_bytes(reply, out_tensors))
 
     def op_hello(self, header, tensors):
-        # The grader's process caps its own memory with a soft RLIMIT_DATA (harness.grade_in_own_process) that
-        # this process inherits; the sandbox's memory limit is its cgroup's, so the soft cap is lifted here.
+        # the grader's soft RLIMIT_DATA (grade_in_own_process) is inherited: lifted (the cgroup is this one's limit)
         data = resource.getrlimit(resource.RLIMIT_DATA)[1]
         resource.setrlimit(resource.RLIMIT_DATA, (data, data))
         limits = header.get("limits", {})
@@ -108,8 +82,8 @@ class Runner:
         self.shell = InteractiveShell.instance(config=config, colors="nocolor")
         self.shell.user_ns["__name__"] = "__main__"
         measured = {
-            name: resource.getrlimit(getattr(resource, f"RLIMIT_{name.upper()}"))[1]
-            for name in ("nproc", "cpu", "fsize", "nofile")
+            n: resource.getrlimit(getattr(resource, f"RLIMIT_{n.upper()}"))[1]
+            for n in ("nproc", "cpu", "fsize", "nofile")
         }
         return {"ok": True, "pid": os.getpid(), "uid": os.getuid(), "rlimits": measured}, {}
 
@@ -122,39 +96,32 @@ class Runner:
         outputs = []
         for name, text in (("stdout", captured.stdout), ("stderr", captured.stderr)):
             if text:
-                outputs.append({"type": wire.Output.STREAM, "name": name, "text": wire.cap(text, MAX_OUTPUT)})
+                outputs.append({"type": "stream", "name": name, "text": wire.cap(text, MAX_OUTPUT)})
         for shown in captured.outputs[:20]:
-            data = {
-                k: wire.cap(v, MAX_OUTPUT)
-                for k, v in shown.data.items()
-                if k in ("text/plain", "text/html", "text/markdown", "image/png") and isinstance(v, str)
-            }
-            outputs.append({"type": wire.Output.DISPLAY, "data": data})
+            kinds = ("text/plain", "text/html", "text/markdown", "image/png")
+            data = {k: wire.cap(v, MAX_OUTPUT) for k, v in shown.data.items() if k in kinds and isinstance(v, str)}
+            outputs.append({"type": "display", "data": data})
         return {"ok": True, "outputs": outputs, "error": describe(error) if error else None}, {}
 
     def op_names(self, header, tensors):
-        encoder = self.encoder = wire.Encoder(self.handle)
-        found = {}
-        for name in header["names"]:
-            if name in self.shell.user_ns:
-                found[name] = encoder.encode(self.shell.user_ns[name])
+        encoder, space = wire.Encoder(self.handle), self.shell.user_ns
+        self.encoder = encoder
+        found = {name: encoder.encode(space[name]) for name in header["names"] if name in space}
         return {"ok": True, "names": found}, encoder.tensors
 
     def op_call(self, header, tensors):
-        decoder = wire.Decoder(tensors, self.from_handle, grad=True)
+        decoder = wire.Decoder(tensors, lambda spec: self.objects[spec["$handle"]], grad=True)
         target = self.objects[header["target"]]
         if header.get("method"):
             target = getattr(target, header["method"])
         args = decoder.decode(header["args"])
         kwargs = decoder.decode(header["kwargs"])
-        self.load_rng(header["rng"], tensors)
+        torch.set_rng_state(decoder.decode(header["rng"]["torch"]))
+        random.setstate(decoder.decode(header["rng"]["random"]).getstate())
         modules = self.load_modules(header["modules"], tensors)
         # The tensors that need gradients, in the order the grader numbered them.
-        wanted = [
-            (name, t)
-            for name, t, _ in wire.tensors_in(args, header["args"]) + wire.tensors_in(kwargs, header["kwargs"])
-            if t.requires_grad
-        ]
+        found = wire.tensors_in(args, header["args"]) + wire.tensors_in(kwargs, header["kwargs"])
+        wanted = [(name, t) for name, t, _ in found if t.requires_grad]
         with torch.set_grad_enabled(bool(header["grad"])):
             result = target(*args, **kwargs)
         encoder = self.encoder = wire.Encoder(self.handle)
@@ -162,14 +129,8 @@ class Runner:
         encoder.aliases = {id(c): n for n, c in enumerate(decoder.containers)}
         encoded = encoder.encode(result)
         encoder.aliases = {}  # the arguments themselves go back by value (what the call left in them)
-        reply = {
-            "ok": True,
-            "result": encoded,
-            "args": encoder.encode(args),
-            "kwargs": encoder.encode(kwargs),
-            "modules": [wire.module_state(h, m, encoder) for h, m in modules],
-            "call": None,
-        }
+        reply = {"ok": True, "result": encoded, "args": encoder.encode(args), "kwargs": encoder.encode(kwargs)}
+        reply.update(modules=[wire.module_state(h, m, encoder) for h, m in modules], call=None)
         outputs = [t for _, t, marked in wire.tensors_in(result, reply["result"]) if marked]
         params = [
             (h, n, p) for h, module in modules for n, p in module.named_parameters(recurse=False) if p.requires_grad
@@ -192,20 +153,16 @@ class Runner:
             [outputs[i] for i in keep], inputs, [grads_out[i] for i in keep], allow_unused=True, retain_graph=True
         )
         encoder = wire.Encoder()
-        return {
-            "ok": True,
-            "inputs": [[name, None if g is None else encoder.encode(g)] for (name, _), g in zip(wanted, grads)],
-            "params": [
-                [h, n, None if g is None else encoder.encode(g)] for (h, n, _), g in zip(params, grads[len(wanted) :])
-            ],
-        }, encoder.tensors
+        inputs = [[name, None if g is None else encoder.encode(g)] for (name, _), g in zip(wanted, grads)]
+        params = [
+            [h, n, None if g is None else encoder.encode(g)] for (h, n, _), g in zip(params, grads[len(wanted) :])
+        ]
+        return {"ok": True, "inputs": inputs, "params": params}, encoder.tensors
 
     def op_release(self, header, tensors):
         for c in header.get("calls", []):
             self.calls.pop(c, None)
         return {"ok": True}, {}
-
-    # --- handles, modules, random state -----------------------------------------------------------
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -213,13 +170,10 @@ class Runner:
 
     def handle(self, obj) -> dict:
         """Anything that is not data is named by a handle, described well enough to be proxied."""
-        if id(obj) in self.ids and self.objects.get(self.ids[id(obj)]) is obj:
-            h = self.ids[id(obj)]
-        else:
-            h = self.new_id()
-            self.objects[h] = obj
-            self.ids[id(obj)] = h
-        spec = {"$handle": h, "name": _name(obj)}
+        spec = {
+            "$handle": self.handle_of(obj),
+            "name": str(getattr(obj, "__qualname__", None) or type(obj).__name__)[:80],
+        }
         if isinstance(obj, torch.nn.Module):
             spec.update(kind=wire.HandleKind.MODULE, tree=self.describe_module(obj))
         elif isinstance(obj, type):
@@ -227,7 +181,7 @@ class Runner:
         elif callable(obj):
             spec.update(kind=wire.HandleKind.FUNCTION)
         else:
-            spec.update(kind=wire.HandleKind.OBJECT, repr=_short_repr(obj))
+            spec.update(kind=wire.HandleKind.OBJECT)
         return spec
 
     def describe_module(self, module: torch.nn.Module) -> dict:
@@ -237,38 +191,25 @@ class Runner:
             h = self.handle_of(m)
             cls = type(m)
             local = cls.__name__ if _torch_class(cls) and cls.__name__ in LOCAL_MODULES else None
+            encode = self.encoder.encode
             attrs = {
-                k: self.encoder.encode(v)
-                for k, v in vars(m).items()
-                if not k.startswith("_") and k != "training" and _plain(v)
+                k: encode(v) for k, v in vars(m).items() if not k.startswith("_") and k != "training" and _plain(v)
             }
-            nodes[h] = {
-                "name": cls.__name__,
-                "builtin": local,
-                "training": m.training,
-                "params": {n: self.encoder.encode(p) for n, p in m._parameters.items() if p is not None},
-                "buffers": {n: self.encoder.encode(b) for n, b in m._buffers.items() if b is not None},
-                "base": _torch_base(cls),
-                "class": None if local else self.handle_of(cls),  # any other class's forward runs here
-                "attrs": attrs,
-                "children": [[n, self.handle_of(c)] for n, c in m._modules.items() if c is not None],
-                "methods": _methods(cls),
-            }
+            params = {n: encode(p) for n, p in m._parameters.items() if p is not None}
+            buffers = {n: encode(b) for n, b in m._buffers.items() if b is not None}
+            children = [[n, self.handle_of(c)] for n, c in m._modules.items() if c is not None]
+            nodes[h] = dict(name=cls.__name__, builtin=local, training=m.training, params=params, buffers=buffers)
+            # any other class's forward runs here
+            nodes[h].update(base=_torch_base(cls), attrs=attrs, children=children, methods=_methods(cls))
+            nodes[h]["class"] = None if local else self.handle_of(cls)
         return {"root": self.handle_of(module), "nodes": [[h, node] for h, node in nodes.items()]}
 
     def handle_of(self, obj) -> int:
-        return self.handle(obj)["$handle"] if not isinstance(obj, torch.nn.Module) else self._module_handle(obj)
-
-    def _module_handle(self, module) -> int:
-        if id(module) in self.ids and self.objects.get(self.ids[id(module)]) is module:
-            return self.ids[id(module)]
-        h = self.new_id()
-        self.objects[h] = module
-        self.ids[id(module)] = h
-        return h
-
-    def from_handle(self, spec):
-        return self.objects[spec["$handle"]]
+        """The number that names ``obj``: one per object, while this process holds it."""
+        if id(obj) not in self.ids or self.objects.get(self.ids[id(obj)]) is not obj:
+            self.ids[id(obj)] = self.new_id()
+            self.objects[self.ids[id(obj)]] = obj
+        return self.ids[id(obj)]
 
     def load_modules(self, states, tensors) -> list[tuple[int, torch.nn.Module]]:
         """Put the grader's parameter values, buffers and train/eval flags into the student's modules."""
@@ -288,21 +229,11 @@ class Runner:
             modules.append((h, module))
         return modules
 
-    def load_rng(self, state, tensors) -> None:
-        decoder = wire.Decoder(tensors)
-        torch.set_rng_state(decoder.decode(state["torch"]))
-        random.setstate(decoder.decode(state["random"]).getstate())
-
 
 def describe(error: BaseException) -> dict:
     bases = [c.__name__ for c in type(error).__mro__ if c.__module__ == "builtins"]
-    text = "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=-8))
-    return {
-        "type": type(error).__name__,
-        "bases": bases,
-        "message": wire.cap(str(error), 4000),
-        "traceback": wire.cap(text, 20_000),
-    }
+    text = wire.cap("".join(traceback.format_exception(type(error), error, error.__traceback__, limit=-8)), 20_000)
+    return {"type": type(error).__name__, "bases": bases, "message": wire.cap(str(error), 4000), "traceback": text}
 
 
 def _plain(value, depth: int = 0) -> bool:
@@ -311,19 +242,13 @@ def _plain(value, depth: int = 0) -> bool:
     return type(value) in (tuple, list) and depth < 3 and len(value) < 64 and all(_plain(v, depth + 1) for v in value)
 
 
-def _name(obj) -> str:
-    name = getattr(obj, "__qualname__", None) or type(obj).__name__
-    return str(name)[:80]
-
-
 def _torch_class(cls) -> bool:
     """One of torch.nn's own module classes (nn.Linear, nn.LSTM, nn.CrossEntropyLoss...)."""
     return cls.__module__.startswith("torch.nn.modules") and getattr(torch.nn, cls.__name__, None) is cls
 
 
 def _torch_base(cls) -> str:
-    """The nearest torch.nn class this class derives from, by name ("Module" at least): where the grader runs its
-    forward itself (wire.LOCAL_MODULES), the mirror derives from it, so that ``isinstance(m, nn.Linear)`` holds."""
+    """The nearest torch.nn class this class derives from, by name ("Module" at least)."""
     return next((base.__name__ for base in cls.__mro__ if _torch_class(base)), "Module")
 
 
@@ -339,18 +264,6 @@ def _methods(cls) -> list[str]:
     return sorted(own - {"forward"})
 
 
-def _short_repr(obj) -> str:
-    try:
-        return object.__repr__(obj)[:200]
-    except Exception:
-        return "?"
-
-
-def main() -> None:
-    fd_in, fd_out = int(sys.argv[1]), int(sys.argv[2])
-    sys.stdin = io.StringIO("")
-    Runner(fd_in, fd_out).serve()
-
-
 if __name__ == "__main__":
-    main()
+    sys.stdin = io.StringIO("")
+    Runner(int(sys.argv[1]), int(sys.argv[2])).serve()

@@ -1,79 +1,48 @@
-"""Grades and feedback pages back to Canvas and Moodle, in their import formats (see :mod:`word2bert_grader.lms`)."""
-
-from __future__ import annotations
+"""Grades and feedback pages back to Canvas and Moodle, in their import formats (see :mod:`intake.lms`)."""
 
 import csv
 import io
 import os
 import re
 import zipfile
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
-from word2bert_grader.course import Course
-from word2bert_grader.lms_formats import Record, all_digits
-from word2bert_grader.lms_roster import CANVAS_IDENTITY, MOODLE_IDENTITY, Person, Roster
+from word2bert_grader.intake.course import Course
+from word2bert_grader.intake.lms import CANVAS_IDENTITY, MOODLE_IDENTITY, Person, Record, Roster, all_digits
+
+Grade = namedtuple("Grade", "score raw penalty max_score late")  # a row of grades.csv: the score after the penalty
 
 
-@dataclass(frozen=True)
-class Grade:
-    """One row of ``grades.csv``, as the export reads it back."""
-
-    student: str
-    assignment: str
-    score: float  # final: after the late penalty
-    raw: float
-    penalty: float
-    max_score: float
-    status: str
-    late: str  # the lateness, in words
-
-
-def read_grades(path: Path) -> tuple[list[Grade], list[str]]:
-    """The rows of ``grades.csv`` (written by ``make autograde``); rows that do not read are reported."""
-    grades, problems = [], []
+def read_grades(path: Path) -> tuple[dict[tuple[str, str], Grade], list[str]]:
+    """The rows of ``grades.csv`` by (student, assignment); a row that does not read is said."""
+    grades, problems = {}, []
     with open(path, encoding="utf-8", newline="") as stream:
         for number, row in enumerate(csv.DictReader(stream), start=2):
             try:
-                score = float(row["score"])
-                grades.append(
-                    Grade(
-                        row["student"],
-                        row["assignment"],
-                        score,
-                        float(row.get("raw_score") or score),
-                        float(row.get("late_penalty") or 0),
-                        float(row["max_score"]),
-                        row["status"],
-                        row.get("late") or "",
-                    )
-                )
-            except (KeyError, TypeError, ValueError) as error:
-                problems.append(
-                    f"grades.csv line {number} does not read ({type(error).__name__}: {error}): not exported"
-                )
+                score, late = float(row["score"]), row.get("late") or ""
+                numbers = (float(row.get("raw_score") or score), float(row.get("late_penalty") or 0))
+                grades[row["student"], row["assignment"]] = Grade(score, *numbers, float(row["max_score"]), late)
+            except (KeyError, TypeError, ValueError) as e:
+                problems.append(f"grades.csv line {number} does not read ({type(e).__name__}: {e}): not exported")
     return grades, problems
 
 
 def export(root: Path, lms: str, course: Course, assignments: list[str], roster: Roster | None) -> list[str]:
-    """``exports/<lms>-grades.csv`` and ``exports/<lms>-feedback/<assignment>.zip`` from ``grades.csv`` and
-    ``feedback/``; returns what the instructor should know (students left out, feedback not packed)."""
-    grades, report = read_grades(root / "grades.csv")
+    """``exports/<lms>-grades.csv`` and a feedback zip per assignment; returns what the instructor should know."""
+    by, report = read_grades(root / "grades.csv")
     out = root / "exports"
     out.mkdir(exist_ok=True)
-    by = {(g.student, g.assignment): g for g in grades}
-    graded = sorted({g.assignment for g in grades} & set(assignments))
+    graded, students = sorted({a for _, a in by} & set(assignments)), sorted({s for s, _ in by})
     people = roster.people if roster is not None and roster.people else []
     if not people:
         report.append(f"no usable {lms} roster: rows carry the student id only ({course.lms.id_column})")
-        people = [
-            Person(s, "", "", {course.lms.id_column or "SIS Login ID": s}) for s in sorted({g.student for g in grades})
-        ]
-    outsiders = sorted({g.student for g in grades} - {p.student for p in people})
+        people = [Person(s, "", "", {course.lms.id_column or "SIS Login ID": s}) for s in students]
+    outsiders = sorted(set(students) - {p.student for p in people})
     if outsiders:
         report.append(f"graded but on no roster row, not exported: {', '.join(outsiders)}")
     columns = {a: _lms_column(a, course, roster, lms) for a in graded}
-    maxima = {a: max((g.max_score for g in grades if g.assignment == a), default=0.0) for a in graded}
+    maxima = {a: max((g.max_score for (_, b), g in by.items() if b == a), default=0.0) for a in graded}
     if lms == "canvas":
         header = list(CANVAS_IDENTITY) + [columns[a] for a in graded]
         rows = [["    Points Possible", "", "", "", ""] + [f"{maxima[a]:g}" for a in graded]]
@@ -89,7 +58,9 @@ def export(root: Path, lms: str, course: Course, assignments: list[str], roster:
             for a in graded:
                 g = by.get((p.student, a))
                 rows[-1] += [_score(g), _comment(g)]
-    _write_csv(out / f"{lms}-grades.csv", header, rows)
+    text = io.StringIO(newline="")
+    csv.writer(text).writerows([header, *([_cell(c) for c in row] for row in rows)])
+    _write_bytes(out / f"{lms}-grades.csv", text.getvalue().encode("utf-8"))
     report.append(f"wrote exports/{lms}-grades.csv: {len(people)} students, {len(graded)} assignments")
     for a in graded:
         packed, missing = _feedback_zip(root, out / f"{lms}-feedback" / f"{a}.zip", lms, a, [p.student for p in people])
@@ -100,8 +71,7 @@ def export(root: Path, lms: str, course: Course, assignments: list[str], roster:
 
 
 def _lms_column(assignment: str, course: Course, roster: Roster | None, lms: str) -> str:
-    """The gradebook column of an assignment: ``[lms.columns]``, else the roster export's column named after it
-    (Canvas: ``<name> (<id>)``), else its name (Canvas then makes a new assignment; Moodle asks at import)."""
+    """The gradebook column of an assignment: course.toml's, the roster's column named after it, or its name."""
     if assignment in course.lms.columns:
         return course.lms.columns[assignment]
     for column in roster.header if roster else []:
@@ -122,8 +92,7 @@ def _comment(grade: Grade | None) -> str:
 
 
 def _feedback_zip(root: Path, path: Path, lms: str, assignment: str, students: list[str]) -> tuple[int, list[str]]:
-    """Pack each student's feedback page under the name the LMS reads back; returns (packed, students without
-    a recorded download)."""
+    """Each student's feedback page under the name the LMS reads back: (packed, students without a download)."""
     path.parent.mkdir(exist_ok=True)
     packed, missing = 0, []
     buffer = io.BytesIO()
@@ -133,12 +102,8 @@ def _feedback_zip(root: Path, path: Path, lms: str, assignment: str, students: l
             if not page.is_file() or page.is_symlink():
                 continue
             record = Record.read(root / "submitted" / student / assignment)
-            if (
-                record is None
-                or record.lms != lms
-                or not all_digits(record.user)
-                or not all_digits(record.attachment or "0")
-            ):
+            ids = (record.user, record.attachment or "0") if record is not None and record.lms == lms else ("",)
+            if not all(map(all_digits, ids)):
                 missing.append(student)
                 continue
             if lms == "canvas":  # Canvas reads the first two all-digit fields as user and attachment ids
@@ -151,14 +116,6 @@ def _feedback_zip(root: Path, path: Path, lms: str, assignment: str, students: l
             packed += 1
     _write_bytes(path, buffer.getvalue())
     return packed, missing
-
-
-def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    text = io.StringIO(newline="")
-    writer = csv.writer(text)
-    writer.writerow(header)
-    writer.writerows([[_cell(c) for c in row] for row in rows])
-    _write_bytes(path, text.getvalue().encode("utf-8"))
 
 
 def _cell(value: str) -> str:
