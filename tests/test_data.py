@@ -276,3 +276,18 @@ def test_cue_sentences_are_balanced_and_the_right_cue_ones_share_their_words_pre
         cue_sense_occurrences({}, {"bank": ("the bank of", {"river": ["the river"]})})
     with pytest.raises(ValueError, match="once"):
         cue_sense_occurrences({"bank": {"river": ["the bank by the bank"]}}, {})
+
+
+def test_the_cache_folder_is_the_platforms_unless_named(monkeypatch, tmp_path):
+    """$WORD2BERT_CACHE wins; otherwise platformdirs' user cache folder (on Linux, $XDG_CACHE_HOME/word2bert)."""
+    import sys
+
+    from word2bert.data.english import cache_dir
+
+    monkeypatch.setenv("WORD2BERT_CACHE", str(tmp_path / "named"))
+    assert cache_dir() == tmp_path / "named"
+    monkeypatch.delenv("WORD2BERT_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert cache_dir() == tmp_path / "xdg" / "word2bert"
+    assert cache_dir().name == "word2bert"

@@ -33,6 +33,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import platformdirs
+
 from .vocab import tokenize
 from .wordnet import WordNet, wordnet_available, wordnet_dir
 
@@ -217,10 +219,9 @@ def english_documents(
 
 
 def cache_dir() -> Path:
-    """``$WORD2BERT_CACHE``, else ``$XDG_CACHE_HOME/word2bert``, else ``~/.cache/word2bert``."""
-    if os.environ.get("WORD2BERT_CACHE"):
-        return Path(os.environ["WORD2BERT_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "word2bert"
+    """``$WORD2BERT_CACHE``, else the user's cache folder as the platform names it (platformdirs: on Linux
+    ``$XDG_CACHE_HOME/word2bert``, else ``~/.cache/word2bert``; on macOS ``~/Library/Caches/word2bert``)."""
+    return Path(os.environ.get("WORD2BERT_CACHE") or platformdirs.user_cache_dir("word2bert", appauthor=False))
 
 
 def _fingerprint(sources: tuple[str, ...]) -> str:
