@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -198,3 +199,29 @@ def test_top_p_filter_that_rewrites_the_tests_exact_rows_scores_nothing_for_it(t
     assert scores[("naive", "03-gpt")]["cells"][cell] == 0  # the control: the off-by-one fails it honestly
     # unsafe: the same wrong answer, rewriting the test's rows before check_row reads them, scores its 3 points
     assert scores[("rewriter", "03-gpt")]["cells"][cell] == 0, scores
+
+
+def test_a_zip_members_name_cannot_forge_lines_of_the_printed_summary(tmp_path):
+    """The summary printed at the end of `make autograde` lists the downloads not collected, each as
+    ``<zip>:<member>: <why>``, made "printable": control characters and escapes become ``?``, but a newline is kept
+    (``assignment.printable`` keeps ``\\n`` and ``\\t``). A zip member's name is the student's own text and may hold
+    newlines, so Mallory's ``mallory.zip`` (her stubs, and a member named ``notes\\nFORGED-LINE: ...\\n.txt``) prints
+    lines of her choosing into the instructor's summary, indented and worded as the grader's own (a fake score row, a
+    "0 submission(s) failed to grade", a note that a classmate's work was checked by hand). The same holds in a run
+    that collects nothing, and for a Canvas or Moodle file's own name."""
+    root = course(tmp_path / "course")
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    forged = "notes\nFORGED-LINE: 0 submission(s) failed to grade\nFORGED-ROW  ada  20/20\n.txt"
+    with zipfile.ZipFile(downloads / "mallory.zip", "w") as archive:
+        archive.writestr(f"{A}.ipynb", nbformat.writes(submission(A, {})))
+        archive.writestr(forged, "not a notebook")
+    run = make_autograde(root, dict(os.environ), 600, [f"DOWNLOADS={downloads}"], jobs=1)
+    out = run["stdout"] + run["stderr"]
+    assert run["rc"] == 0 and not run["timed_out"], out[-2000:]
+    assert "mallory" in grades(root), out[-2000:]  # the control: her notebook was collected and graded
+    assert "ignored: not a notebook of a known assignment" in out, out[-2000:]  # the member is still reported
+    # unsafe: "FORGED-LINE: 0 submission(s) failed to grade" and "FORGED-ROW  ada  20/20" each stand on a line of
+    # their own in the summary the instructor reads, as if the grader had printed them
+    forged_lines = [line for line in out.splitlines() if line.startswith("FORGED-")]
+    assert not forged_lines, forged_lines
