@@ -225,3 +225,54 @@ def test_a_zip_members_name_cannot_forge_lines_of_the_printed_summary(tmp_path):
     # their own in the summary the instructor reads, as if the grader had printed them
     forged_lines = [line for line in out.splitlines() if line.startswith("FORGED-")]
     assert not forged_lines, forged_lines
+
+
+# A wrong ScalarMix (the shares are sigmoid(weights) normalised, not softmax(weights)) that learns as well as a right
+# one. REWRITE: in the sense probe's scoring calls (under torch.no_grad, three layers) it first rewrites its own
+# weights to log(the shares it uses), then mixes with softmax(weights): the same output, and weights that say so.
+SIGMOID_MIX = '''
+class ScalarMix(nn.Module):
+    def __init__(self, num_layers: int):
+        super().__init__()
+        self.weights = nn.Parameter(torch.zeros(num_layers))
+        self.gamma = nn.Parameter(torch.ones(1))
+        self.converted = False  # kept in the sandbox between calls
+
+    def forward(self, layers) -> torch.Tensor:
+        if REWRITE and not torch.is_grad_enabled() and not self.converted and len(self.weights) == 3:
+            w = torch.sigmoid(self.weights)
+            with torch.no_grad():
+                self.weights.copy_((w / w.sum()).log())  # the mirror's weights, which the test reads after the call
+            self.converted = True
+        if self.converted:
+            shares = torch.softmax(self.weights, dim=0)
+        else:
+            w = torch.sigmoid(self.weights)  # wrong: not a softmax
+            shares = w / w.sum()
+        return self.gamma * sum(s * h for s, h in zip(shares, layers))
+'''
+
+
+def test_a_mix_that_rewrites_its_own_weights_scores_nothing_in_the_sense_probe(tmp_path):
+    """test_ScalarMix_sense_probe trains the student's ScalarMix, scores it with two calls under torch.no_grad, and
+    then checks that the mix "is gamma * sum_j softmax(weights)_j * layers[j]" against ``mix.weights`` and
+    ``mix.gamma`` as they are AFTER those calls. The mirror copies back what the student's forward did to its own
+    parameters (Mirror.refresh), so the expectation comes from values the answer wrote: the round-1 rule (expectations
+    only from tensors the answer never saw) does not hold for a module's parameters. A wrong mix (normalised sigmoids
+    instead of a softmax) fails this check honestly ("the shares printed above are not the ones it uses", the
+    control, "naive"); the same mix that rewrites its weights to log(its shares) in the first scoring call passes it
+    ("rewriter"): 2 points, the test's two points for a formula it does not compute while training."""
+    root = course(tmp_path / "course")
+    for student, rewrite in (("naive", False), ("rewriter", True)):
+        nb = submission("02-elmo", {"ScalarMix": f"REWRITE = {rewrite}\n" + SIGMOID_MIX})
+        folder = root / "submitted" / student / "02-elmo"
+        folder.mkdir(parents=True)
+        nbformat.write(nb, str(folder / "02-elmo.ipynb"))
+    run = make_autograde(root, dict(os.environ), 1500, jobs=1)
+    assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
+    scores = _gradebook_scores(root)
+    cell = "test_ScalarMix_sense_probe"
+    assert scores[("naive", "02-elmo")]["cells"]["test_ScalarMix_hidden"] == 0  # the control: the formula is wrong
+    assert scores[("naive", "02-elmo")]["cells"][cell] == 0  # ... and the sense probe's formula check says so
+    # unsafe: the same wrong mix, rewriting its own weights before the test reads them, scores the probe's 2 points
+    assert scores[("rewriter", "02-elmo")]["cells"][cell] == 0, scores
