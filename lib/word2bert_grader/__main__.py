@@ -51,12 +51,12 @@ def main(argv: list[str] | None = None) -> None:
         roster = lms.read_roster(path, calendar.lms.name, calendar.lms.id_column or "") if path else None
         lines = calendar.problems + (roster.problems if roster else [])
         lines += exports.export(root, calendar.lms.name, calendar, names, roster)
-        print(printable("\n".join(lines)))  # the roster's names are the students' text
+        print("\n".join(map(printable, lines)))  # the roster's names are the students' text
     elif args.command == "similarity":
         config = similarity.Settings(**({"threshold": args.threshold} if args.threshold is not None else {}))
         report = similarity.run(root, config)
         similarity.write(report, root / "reports")
-        print(printable("\n".join(report.problems)))
+        print("\n".join(map(printable, report.problems)))
         print(f"{len(report.pairs)} pair(s) flagged of {report.answers} answers ({report.compared} compared): ", end="")
         print("reports/similarity.html, reports/similarity.csv")
     else:

@@ -98,8 +98,8 @@ def valid_text(text: str) -> str:
 
 
 def printable(text: str) -> str:
-    """Text from student code, safe for a terminal and a CSV: no control characters or escapes."""
-    return "".join(c if c.isprintable() or c in "\n\t" else "?" for c in valid_text(text))
+    """Text from student code as one line, safe for a terminal and a CSV: no newline, control character or escape."""
+    return "".join(c if c.isprintable() else "?" for c in valid_text(text))
 
 
 def text(source) -> str:

@@ -115,7 +115,7 @@ def autograde(request: AutogradeRequest) -> list[Result]:
     if not graded and not refused:
         regrade = " to regrade" * (len(found) > 0)
         print(f"No submissions found under {root / 'submitted'}/<student>/<assignment>/{regrade}")
-        print(printable("\n".join(ignored + notes)))  # names from downloads and rosters: the students' text
+        print("\n".join(map(printable, ignored + notes)))  # names from downloads and rosters: the students' text
         return []
     config = settings(root, request.timeout).model_copy(update={"unsafe": request.unsafe})
     tasks, others, results = [], [], list(refused.values())
@@ -147,7 +147,7 @@ def autograde(request: AutogradeRequest) -> list[Result]:
     results = reports.write_outputs(root, results)
     recorded = gradebook.record(root / "gradebook.db", results, cache.written_to_regrade(root, results))
     reports.write_grades(root / "grades.csv", results, late, recorded)
-    print(printable(reports.summary(results, request.unsafe, ignored, reused, notes, recorded)))
+    print(reports.summary(results, request.unsafe, ignored, reused, notes, recorded))
     if recorded.reset:
         reset = f"{recorded.reset} manual score(s) or extra credit on test cells that the grader did not set"
         print(f"\ngradebook.db held {reset}: reset, so that the gradebook says what grades.csv says")

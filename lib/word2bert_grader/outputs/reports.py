@@ -88,7 +88,7 @@ def summary(
         lines.append("  ".join([f"{s:<{width}}", *(f"{c:>20}" for c in cells)]))
 
     def section(title: str, items: list[str]) -> None:
-        lines.extend(["", title, *(f"  {item}" for item in items)] if items else [])
+        lines.extend(["", title, *(f"  {printable(item)}" for item in items)] if items else [])
 
     failed = [f"{r.student}/{r.assignment}: {r.failure}" for r in results if r.failure]
     section(f"{len(failed)} submission(s) failed to grade (scored 0):", failed)
