@@ -230,7 +230,7 @@ def test_a_zip_members_name_cannot_forge_lines_of_the_printed_summary(tmp_path):
 # A wrong ScalarMix (the shares are sigmoid(weights) normalised, not softmax(weights)) that learns as well as a right
 # one. REWRITE: in the sense probe's scoring calls (under torch.no_grad, three layers) it first rewrites its own
 # weights to log(the shares it uses), then mixes with softmax(weights): the same output, and weights that say so.
-SIGMOID_MIX = '''
+SIGMOID_MIX = """
 class ScalarMix(nn.Module):
     def __init__(self, num_layers: int):
         super().__init__()
@@ -250,7 +250,7 @@ class ScalarMix(nn.Module):
             w = torch.sigmoid(self.weights)  # wrong: not a softmax
             shares = w / w.sum()
         return self.gamma * sum(s * h for s, h in zip(shares, layers))
-'''
+"""
 
 
 def test_a_mix_that_rewrites_its_own_weights_scores_nothing_in_the_sense_probe(tmp_path):
