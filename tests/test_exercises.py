@@ -121,7 +121,8 @@ def _scribbling(answer, calls: list[int]):
         if calls[1] in (-1, calls[0] - 1):
             results = result if isinstance(result, (tuple, list)) else [result]
             keep = {r.untyped_storage().data_ptr() for r in results if isinstance(r, torch.Tensor)}
-            for value in [*args, *kwargs.values()]:
+            module = getattr(run, "__self__", None)  # a module's answer: its own parameters too (mirrored back)
+            for value in [*args, *kwargs.values(), *(module.parameters() if module is not None else [])]:
                 overwrite(value, keep)
         return result
 
