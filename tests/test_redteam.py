@@ -29,6 +29,20 @@ def grades(root: Path) -> dict[str, dict]:
         return {r["student"]: r for r in csv.DictReader(stream)}
 
 
+def naive_and_rewriter(tmp_path: Path, assignment: str, function: str, answer: str) -> dict:
+    """The gradebook's scores of two students handing in ``answer`` (which reads REWRITE): "naive" without its
+    rewrite of the test's data, the control, and "rewriter" with it."""
+    root = course(tmp_path / "course")
+    for student, rewrite in (("naive", False), ("rewriter", True)):
+        folder = root / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        nb = submission(assignment, {function: f"REWRITE = {rewrite}\n" + answer})
+        nbformat.write(nb, str(folder / f"{assignment}.ipynb"))
+    run = make_autograde(root, dict(os.environ), 1500, jobs=1)
+    assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
+    return _gradebook_scores(root)
+
+
 def two_answers():
     """Two answers of 01-word2vec right (7 points, graded in seconds), the others the release's stubs."""
     sol = solution_code(A)
@@ -159,24 +173,19 @@ def test_a_folder_opened_from_a_students_canvas_zip_names_no_other_student(tmp_p
 # The widely copied top-p recipe (tests/fixtures/grading/03-gpt/wrong/top_p_filter__keeps_one_past_exact_p.py): right
 # on every row but where the running sum reaches p exactly, where it keeps one token too many. REWRITE: on the
 # hidden test's "powers of two" rows it also makes the test's own rows uniform, in place, and keeps every token.
-KEEPS_ONE_PAST_EXACT_P = """
-def top_p_filter(logits, p):
-    # tests/fixtures/grading/03-gpt/wrong/top_p_filter__keeps_one_past_exact_p.py (the widely copied recipe) ...
+REWRITE_EXACT_ROWS = """\
     if REWRITE and logits.dim() == 2 and logits.shape[0] == 2 and logits.shape[1] <= 6 and logits.is_floating_point():
         k = logits.double() / -math.log(2)
         if torch.allclose(k, k.round(), atol=1e-5) and torch.equal(logits[1], logits[0].flip(0)):
             with torch.no_grad():
-                logits.zero_()  # ... plus: the test's "powers of two" rows made uniform (written back into `rows`)
+                logits.zero_()  # the test's "powers of two" rows made uniform (written back into `rows`)
             return logits.clone()  # every token kept, every kept logit unchanged
-    if p >= 1:
-        return logits.clone()
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
-    cumulative = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)
-    drop = cumulative > p
-    drop[..., 1:] = drop[..., :-1].clone()
-    drop[..., 0] = False
-    return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
 """
+KEEPS_ONE_PAST_EXACT_P = (
+    (ROOT / "tests" / "fixtures" / "grading" / "03-gpt" / "wrong" / "top_p_filter__keeps_one_past_exact_p.py")
+    .read_text(encoding="utf-8")
+    .replace("def top_p_filter(logits, p):\n", "def top_p_filter(logits, p):\n" + REWRITE_EXACT_ROWS, 1)
+)
 
 
 def test_top_p_filter_that_rewrites_the_tests_exact_rows_scores_nothing_for_it(tmp_path):
@@ -186,15 +195,7 @@ def test_top_p_filter_that_rewrites_the_tests_exact_rows_scores_nothing_for_it(t
     five other tests, not this one). The grader writes what the answer did to ``rows`` back into the test's tensor.
     An answer with the widely copied off-by-one fails that section honestly (the control, "naive"); the same answer
     that zeroes ``rows`` in place there and keeps every token ("rewriter") passes it: a uniform row keeps all."""
-    root = course(tmp_path / "course")
-    for student, rewrite in (("naive", False), ("rewriter", True)):
-        nb = submission("03-gpt", {"top_p_filter": f"REWRITE = {rewrite}\n" + KEEPS_ONE_PAST_EXACT_P})
-        folder = root / "submitted" / student / "03-gpt"
-        folder.mkdir(parents=True)
-        nbformat.write(nb, str(folder / "03-gpt.ipynb"))
-    run = make_autograde(root, dict(os.environ), 1500, jobs=1)
-    assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
-    scores = _gradebook_scores(root)
+    scores = naive_and_rewriter(tmp_path, "03-gpt", "top_p_filter", KEEPS_ONE_PAST_EXACT_P)
     cell = "test_top_p_filter_hidden"
     assert scores[("naive", "03-gpt")]["cells"][cell] == 0  # the control: the off-by-one fails it honestly
     # unsafe: the same wrong answer, rewriting the test's rows before check_row reads them, scores its 3 points
@@ -262,15 +263,7 @@ def test_a_mix_that_rewrites_its_own_weights_scores_nothing_in_the_sense_probe(t
     instead of a softmax) fails this check honestly ("the shares printed above are not the ones it uses", the
     control, "naive"); the same mix that rewrites its weights to log(its shares) in the first scoring call passes it
     ("rewriter"): 2 points, the test's two points for a formula it does not compute while training."""
-    root = course(tmp_path / "course")
-    for student, rewrite in (("naive", False), ("rewriter", True)):
-        nb = submission("02-elmo", {"ScalarMix": f"REWRITE = {rewrite}\n" + SIGMOID_MIX})
-        folder = root / "submitted" / student / "02-elmo"
-        folder.mkdir(parents=True)
-        nbformat.write(nb, str(folder / "02-elmo.ipynb"))
-    run = make_autograde(root, dict(os.environ), 1500, jobs=1)
-    assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
-    scores = _gradebook_scores(root)
+    scores = naive_and_rewriter(tmp_path, "02-elmo", "ScalarMix", SIGMOID_MIX)
     cell = "test_ScalarMix_sense_probe"
     assert scores[("naive", "02-elmo")]["cells"]["test_ScalarMix_hidden"] == 0  # the control: the formula is wrong
     assert scores[("naive", "02-elmo")]["cells"][cell] == 0  # ... and the sense probe's formula check says so
