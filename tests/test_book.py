@@ -479,7 +479,9 @@ def test_every_section_ends_with_questions_to_check_yourself():
 @pytest.mark.book
 def test_the_landing_pages_chapter_times_are_current(built_book):
     """The course map's times (book/_diagrams/chapter_times.json) against this build's: each chapter within a
-    factor of 3, as far apart as a quiet machine and a busy one. Off by more, a chapter has grown or shrunk:
+    factor of 3, as far apart as a quiet machine and a busy one, or within 10 s (a chapter of seconds, where a file
+    cache decides the factor: "Getting started" took 10 s for the map and 3 s in one CI build, 4+ s in others).
+    Off by more, a chapter has grown or shrunk:
     `python tools/chapter_times.py` and `python book/_diagrams/draw.py` (on the machine the landing page names)."""
     import importlib.util
 
@@ -492,6 +494,6 @@ def test_the_landing_pages_chapter_times_are_current(built_book):
     off = [
         f"{chapter.title}: {draw.duration(then)} on the map, {draw.duration(seconds)} in this build"
         for chapter, then, seconds in zip(draw.CHAPTERS, draw.chapter_seconds(), draw.chapter_seconds(now))
-        if not then / 3 <= seconds <= 3 * then
+        if not (then / 3 <= seconds <= 3 * then or abs(seconds - then) <= 10)
     ]
     assert not off, "chapters whose notebooks' time changed by more than a factor of 3:\n" + "\n".join(off)
