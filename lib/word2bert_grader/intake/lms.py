@@ -146,7 +146,7 @@ def canvas_users(base: str) -> list[str]:
 
 def canvas_owner(name: str) -> str | None:
     """Whose limits a file counts against: the users of the first part of its path that names some (an upload)."""
-    users = next((canvas_users(part) for part in name.split("/") if canvas_users(part)), [])
+    users = next(filter(None, map(canvas_users, name.split("/"))), [])
     return SEVERAL_USERS if len(users) > 1 else next(iter(users), None)
 
 
