@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from helpers.grading import solution_code, submission
-from test_hostile import _gradebook_scores, course, make_autograde
+from test_hostile import _gradebook_scores, course, make_autograde, write
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "lms"
@@ -269,3 +269,50 @@ def test_a_mix_that_rewrites_its_own_weights_scores_nothing_in_the_sense_probe(t
     assert scores[("naive", "02-elmo")]["cells"][cell] == 0  # ... and the sense probe's formula check says so
     # unsafe: the same wrong mix, rewriting its own weights before the test reads them, scores the probe's 2 points
     assert scores[("rewriter", "02-elmo")]["cells"][cell] == 0, scores
+
+
+# Round 3. Each function draws from the generator or rng it is handed; a wrong answer reseeds a global RNG from it
+# instead, so "the same seed, the same result" and "another seed, another result" both hold while the generator never
+# moves on: one generator gives the same draws at every call (a generation loop, a pre-training run's batches).
+RESEEDERS = {
+    "01-word2vec": {"skipgram_pairs": "skipgram_pairs__reseeds_global_random"},
+    "03-gpt": {"sample_next_token": "sample_next_token__reseeds_global_rng"},
+    "04-bert-pretraining": {
+        "mask_tokens": "mask_tokens__reseeds_global_rng",
+        "make_nsp_pairs": "make_nsp_pairs__reseeds_global_random",
+    },
+}
+GRADING = ROOT / "tests" / "fixtures" / "grading"
+
+
+@pytest.fixture(scope="module")
+def reseeding(tmp_path_factory) -> dict:
+    """The gradebook of a class of two: "reseeder" hands in the four reseeding answers; "honest" the first correct
+    fixture of each of the same functions, which must keep every point through the sandbox's proxies (the
+    generator's state is written back to the test after each call, so two calls continue one stream)."""
+    root = course(tmp_path_factory.mktemp("reseeding") / "class")
+    for assignment, answers in RESEEDERS.items():
+        wrong = {
+            f: (GRADING / assignment / "wrong" / f"{name}.py").read_text(encoding="utf-8")
+            for f, name in answers.items()
+        }
+        right = {
+            f: sorted((GRADING / assignment / "correct").glob(f"{f}__*.py"))[0].read_text(encoding="utf-8")
+            for f in answers
+        }
+        write(root, "reseeder", assignment, submission(assignment, wrong))
+        write(root, "honest", assignment, submission(assignment, right))
+    run = make_autograde(root, dict(os.environ), 2400, jobs=1)
+    assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
+    return _gradebook_scores(root)
+
+
+@pytest.mark.parametrize("assignment, function", [(a, f) for a, answers in RESEEDERS.items() for f in answers])
+def test_an_answer_that_reseeds_a_global_rng_from_its_generator_scores_nothing_for_it(reseeding, assignment, function):
+    from word2bert_grader.assignment import assignments
+
+    cell = f"test_{function}_hidden"
+    points = assignments(ROOT)[assignment].points[cell]
+    assert points > 0 and reseeding[("honest", assignment)]["cells"][cell] == points, reseeding[("honest", assignment)]
+    # unsafe: before the check of one generator used twice, the reseeding answer scored all of the cell's points
+    assert reseeding[("reseeder", assignment)]["cells"][cell] == 0, reseeding[("reseeder", assignment)]

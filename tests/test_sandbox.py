@@ -183,6 +183,9 @@ def double_in_place(x, rng):
 def uses_global_random():
     return random.random(), torch.rand(1).item()
 
+def draws(n, *, generator):
+    return torch.rand(n, generator=generator)
+
 def loss(a, b):
     return (a * b).sum() ** 2
 
@@ -263,6 +266,14 @@ def test_arguments_changed_in_place_come_back(session):
     reference = random.Random(0)
     reference.random()
     assert rng.getstate() == reference.getstate(), "the generator advanced as if the call were local"
+    # passed by keyword too: the test's own generator moves on (two calls, one stream), not a copy in the kwargs
+    f(torch.ones(3), rng=rng)
+    reference.random()
+    assert rng.getstate() == reference.getstate(), "a keyword's random.Random advanced as if the call were local"
+    draws, g = bind(session, "draws")["draws"], torch.Generator().manual_seed(0)
+    first, second = draws(3, generator=g), draws(3, generator=g)
+    local = torch.Generator().manual_seed(0)
+    assert torch.equal(first, torch.rand(3, generator=local)) and torch.equal(second, torch.rand(3, generator=local))
 
 
 @needs_bwrap

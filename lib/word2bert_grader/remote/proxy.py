@@ -290,6 +290,7 @@ def student_exception(error) -> BaseException:
 
 
 _NEVER = (StopIteration, StopAsyncIteration, Warning)  # built-in types a rebuilt exception never takes
+_IN_PLACE = (list, dict, random.Random, torch.Generator)  # written back into the caller's own object, not rebound
 
 
 @functools.cache
@@ -306,21 +307,17 @@ def _write_back(original, after) -> None:
                     original.copy_(after.to(original.device, original.dtype))
                 else:
                     original.data = after.to(original.device, original.dtype)
+    elif type(original) in (list, tuple) and type(after) is type(original) and len(original) == len(after):
+        for i, (a, b) in enumerate(zip(original, after)):
+            if type(original) is tuple or isinstance(a, torch.Tensor) or type(a) in _IN_PLACE:
+                _write_back(a, b)
+            elif a != b or type(a) is not type(b):
+                original[i] = b
     elif type(original) is list and type(after) is list:
-        if len(original) == len(after):
-            for i, (a, b) in enumerate(zip(original, after)):
-                if isinstance(a, torch.Tensor) or type(a) in (list, dict, random.Random, torch.Generator):
-                    _write_back(a, b)
-                elif a != b or type(a) is not type(b):
-                    original[i] = b
-        else:
-            original[:] = after
-    elif type(original) is tuple and type(after) is tuple and len(original) == len(after):
-        for a, b in zip(original, after):
-            _write_back(a, b)
+        original[:] = after
     elif type(original) is dict and type(after) is dict:
         for k, b in after.items():
-            if k in original and (isinstance(original[k], torch.Tensor) or type(original[k]) in (list, dict)):
+            if k in original and (isinstance(original[k], torch.Tensor) or type(original[k]) in _IN_PLACE):
                 _write_back(original[k], b)
             else:
                 original[k] = b
