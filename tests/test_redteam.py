@@ -271,48 +271,58 @@ def test_a_mix_that_rewrites_its_own_weights_scores_nothing_in_the_sense_probe(t
     assert scores[("rewriter", "02-elmo")]["cells"][cell] == 0, scores
 
 
-# Round 3. Each function draws from the generator or rng it is handed; a wrong answer reseeds a global RNG from it
-# instead, so "the same seed, the same result" and "another seed, another result" both hold while the generator never
-# moves on: one generator gives the same draws at every call (a generation loop, a pre-training run's batches).
-RESEEDERS = {
-    "01-word2vec": {"skipgram_pairs": "skipgram_pairs__reseeds_global_random"},
-    "03-gpt": {"sample_next_token": "sample_next_token__reseeds_global_rng"},
+# Round 3. Each function draws from the generator or rng it is handed. A wrong answer reseeds a global RNG from it
+# instead ("reseeder"), or draws from a private generator seeded from it and flips the handed one between two states
+# ("turns": its seed to seed ^ 1, or a random.Random's unused gauss_next slot). "The same seed, the same result" and
+# "another seed, another result" both hold, and for "turns" two calls differ too; yet the draws repeat from call to
+# call (the same at every call, or every other call): a generation loop's steps, a pre-training run's batches.
+WRONG_STREAMS = {
+    "01-word2vec": {
+        "skipgram_pairs": ("skipgram_pairs__reseeds_global_random", "skipgram_pairs__two_streams_taking_turns")
+    },
+    "03-gpt": {
+        "sample_next_token": ("sample_next_token__reseeds_global_rng", "sample_next_token__two_streams_taking_turns")
+    },
     "04-bert-pretraining": {
-        "mask_tokens": "mask_tokens__reseeds_global_rng",
-        "make_nsp_pairs": "make_nsp_pairs__reseeds_global_random",
+        "mask_tokens": ("mask_tokens__reseeds_global_rng", "mask_tokens__two_masks_taking_turns"),
+        "make_nsp_pairs": ("make_nsp_pairs__reseeds_global_random", "make_nsp_pairs__two_streams_taking_turns"),
     },
 }
+STREAMERS = ("reseeder", "turns")
 GRADING = ROOT / "tests" / "fixtures" / "grading"
 
 
 @pytest.fixture(scope="module")
-def reseeding(tmp_path_factory) -> dict:
-    """The gradebook of a class of two: "reseeder" hands in the four reseeding answers; "honest" the first correct
-    fixture of each of the same functions, which must keep every point through the sandbox's proxies (the
+def streams(tmp_path_factory) -> dict:
+    """The gradebook of a class of three: "reseeder" and "turns" hand in the wrong answers above; "honest" the first
+    correct fixture of each of the same functions, which must keep every point through the sandbox's proxies (the
     generator's state is written back to the test after each call, so two calls continue one stream)."""
-    root = course(tmp_path_factory.mktemp("reseeding") / "class")
-    for assignment, answers in RESEEDERS.items():
-        wrong = {
-            f: (GRADING / assignment / "wrong" / f"{name}.py").read_text(encoding="utf-8")
-            for f, name in answers.items()
-        }
+    root = course(tmp_path_factory.mktemp("streams") / "class")
+    for assignment, answers in WRONG_STREAMS.items():
+        for i, student in enumerate(STREAMERS):
+            wrong = {
+                f: (GRADING / assignment / "wrong" / f"{names[i]}.py").read_text(encoding="utf-8")
+                for f, names in answers.items()
+            }
+            write(root, student, assignment, submission(assignment, wrong))
         right = {
             f: sorted((GRADING / assignment / "correct").glob(f"{f}__*.py"))[0].read_text(encoding="utf-8")
             for f in answers
         }
-        write(root, "reseeder", assignment, submission(assignment, wrong))
         write(root, "honest", assignment, submission(assignment, right))
     run = make_autograde(root, dict(os.environ), 2400, jobs=1)
     assert run["rc"] == 0 and not run["timed_out"], run["stdout"][-2000:] + run["stderr"][-2000:]
     return _gradebook_scores(root)
 
 
-@pytest.mark.parametrize("assignment, function", [(a, f) for a, answers in RESEEDERS.items() for f in answers])
-def test_an_answer_that_reseeds_a_global_rng_from_its_generator_scores_nothing_for_it(reseeding, assignment, function):
+@pytest.mark.parametrize("assignment, function", [(a, f) for a, answers in WRONG_STREAMS.items() for f in answers])
+def test_an_answer_that_does_not_draw_from_its_generator_scores_nothing_for_it(streams, assignment, function):
     from word2bert_grader.assignment import assignments
 
     cell = f"test_{function}_hidden"
     points = assignments(ROOT)[assignment].points[cell]
-    assert points > 0 and reseeding[("honest", assignment)]["cells"][cell] == points, reseeding[("honest", assignment)]
-    # unsafe: before the check of one generator used twice, the reseeding answer scored all of the cell's points
-    assert reseeding[("reseeder", assignment)]["cells"][cell] == 0, reseeding[("reseeder", assignment)]
+    assert points > 0 and streams[("honest", assignment)]["cells"][cell] == points, streams[("honest", assignment)]
+    # unsafe: before the check of one generator used twice, the reseeder scored all of the cell's points; before
+    # assert_draws_from's check of the generator's states, so did the answer whose generator takes turns
+    for student in STREAMERS:
+        assert streams[(student, assignment)]["cells"][cell] == 0, (student, streams[(student, assignment)])

@@ -56,6 +56,43 @@ def assert_frequency(count: int, n: int, p: float, what: str, sigmas: float = 6.
     )
 
 
+def assert_draws_from(generator, call, what: str) -> None:
+    """Assert that ``call(generator)``, called twice, draws from ``generator`` itself (a ``torch.Generator`` or a
+    ``random.Random``): the two results differ, and each call moves the generator on to a state it never had.
+
+    "The same seed, the same result" and "another seed, another result" also hold for an answer that reseeds the
+    global RNG from the generator, or that reseeds the generator or sets its state back: such an answer repeats its
+    draws from call to call (a generation loop passes one generator to every step, a pre-training run to every
+    batch). Drawing from the generator never reseeds it nor returns it to an earlier state.
+    """
+    import torch
+
+    def state(g):
+        return g.get_state() if isinstance(g, torch.Generator) else g.getstate()
+
+    def same(a, b) -> bool:
+        return torch.equal(a, b) if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else a == b
+
+    def seed(g):
+        return g.initial_seed() if isinstance(g, torch.Generator) else None
+
+    seeds, states, results = [seed(generator)], [state(generator)], []
+    for _ in range(2):
+        results.append(call(generator))
+        seeds.append(seed(generator))
+        states.append(state(generator))
+    assert not same(*results), (
+        f"{what}: two calls with one generator gave the same result. Draw from the generator you are handed, so "
+        "that each call moves it on (reseeding the global RNG from it repeats the same draws)"
+    )
+    assert seeds.count(seeds[0]) == len(seeds), (
+        f"{what}: the generator you are handed was reseeded. Draw from it; never call its manual_seed"
+    )
+    assert not any(same(a, b) for i, a in enumerate(states) for b in states[i + 1 :]), (
+        f"{what}: the generator you are handed went back to a state it had before. Draw from it; never set its state"
+    )
+
+
 @contextlib.contextmanager
 def forbid_torch_functions(*functions, what: str = "your answer"):
     """Fail the enclosing test if any of torch's ``functions`` (e.g. ``F.scaled_dot_product_attention``) runs
