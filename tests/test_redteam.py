@@ -17,6 +17,8 @@ import pytest
 from helpers.grading import solution_code, submission
 from test_hostile import _gradebook_scores, course, make_autograde, write
 
+from word2bert_grader.assignment import assignments
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "lms"
 A = "01-word2vec"
@@ -317,8 +319,6 @@ def streams(tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("assignment, function", [(a, f) for a, answers in WRONG_STREAMS.items() for f in answers])
 def test_an_answer_that_does_not_draw_from_its_generator_scores_nothing_for_it(streams, assignment, function):
-    from word2bert_grader.assignment import assignments
-
     cell = f"test_{function}_hidden"
     points = assignments(ROOT)[assignment].points[cell]
     assert points > 0 and streams[("honest", assignment)]["cells"][cell] == points, streams[("honest", assignment)]
